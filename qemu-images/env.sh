@@ -1,0 +1,9 @@
+# Shared settings for rsiw's scripts (sourced, not run).
+# The build cache lives outside the repository so that fresh clones reuse it.
+RSIW_CACHE=${RSIW_CACHE:-/var/cache/rsiw}
+BINDGEN_VERSION=0.69.5
+BINDGEN=$RSIW_CACHE/bindgen-$BINDGEN_VERSION/bin/bindgen
+KRUSTC=/usr/bin/rustc
+KSRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
+RSIW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export RSIW_CACHE BINDGEN_VERSION BINDGEN KRUSTC KSRC_TARBALL RSIW_ROOT

@@ -1,0 +1,910 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA core device glue: allocation and registration of an `ib_device`
+//! that embeds the driver's device state, the `ib_device_ops` table whose
+//! entries trampoline into a [`Driver`], driver objects embedded in the core's
+//! objects (`ib_ucontext`, `ib_pd`, ...), and the registry of live devices that
+//! module unload walks.
+
+use core::{
+    marker::PhantomData,
+    mem::size_of,
+    ptr::{self, addr_of_mut, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
+use kernel::{
+    bindings,
+    error::{from_result, to_result},
+    new_condvar, new_mutex,
+    prelude::*,
+    str::CStr,
+    sync::{CondVar, Mutex},
+};
+
+use super::{
+    glue,
+    net::{NetDev, NetDevRef},
+    udata::Udata,
+};
+
+/// The RDMA driver id the stock user-space provider (libsiw) binds to.
+const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
+/// User verbs ABI version of `include/uapi/rdma/siw-abi.h`.
+const ABI_VERSION: u32 = 1;
+/// rsiw devices have exactly one port.
+pub const PORT: u32 = 1;
+
+/// Device limits reported by `query_device`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceCaps {
+    /// Vendor id (IEEE OUI or the siw value).
+    pub vendor_id: u32,
+    /// Vendor part id; libsiw reads it back as the device id.
+    pub vendor_part_id: u32,
+    /// System image GUID (big endian as on the wire).
+    pub sys_image_guid: u64,
+    /// Largest memory region in octets.
+    pub max_mr_size: u64,
+    /// Supported page sizes.
+    pub page_size_cap: u64,
+    /// Queue pairs.
+    pub max_qp: u32,
+    /// Work requests per queue.
+    pub max_qp_wr: u32,
+    /// SGEs per send or receive work request.
+    pub max_sge: u32,
+    /// SGEs per RDMA Read.
+    pub max_sge_rd: u32,
+    /// Completion queues.
+    pub max_cq: u32,
+    /// Entries per completion queue.
+    pub max_cqe: u32,
+    /// Memory regions.
+    pub max_mr: u32,
+    /// Protection domains.
+    pub max_pd: u32,
+    /// Inbound RDMA Reads per QP (IRD).
+    pub max_ird: u32,
+    /// Outbound RDMA Reads per QP (ORD).
+    pub max_ord: u32,
+    /// Shared receive queues.
+    pub max_srq: u32,
+    /// Work requests per SRQ.
+    pub max_srq_wr: u32,
+    /// SGEs per SRQ work request.
+    pub max_srq_sge: u32,
+    /// Pages in one fast-registration list.
+    pub max_fast_reg_page_list_len: u32,
+    /// The device supports memory management extensions (REG_MR, LOCAL_INV).
+    pub mem_mgt_extensions: bool,
+}
+
+/// Path MTU values of the RDMA core (`enum ib_mtu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mtu {
+    /// 256 octets.
+    M256,
+    /// 512 octets.
+    M512,
+    /// 1024 octets.
+    M1024,
+    /// 2048 octets.
+    M2048,
+    /// 4096 octets.
+    M4096,
+}
+
+impl Mtu {
+    /// The largest path MTU that fits into a link MTU of `mtu` octets.
+    pub fn from_link_mtu(mtu: u32) -> Self {
+        match mtu {
+            4096.. => Self::M4096,
+            2048.. => Self::M2048,
+            1024.. => Self::M1024,
+            512.. => Self::M512,
+            _ => Self::M256,
+        }
+    }
+
+    fn raw(self) -> bindings::ib_mtu {
+        match self {
+            Self::M256 => bindings::ib_mtu_IB_MTU_256,
+            Self::M512 => bindings::ib_mtu_IB_MTU_512,
+            Self::M1024 => bindings::ib_mtu_IB_MTU_1024,
+            Self::M2048 => bindings::ib_mtu_IB_MTU_2048,
+            Self::M4096 => bindings::ib_mtu_IB_MTU_4096,
+        }
+    }
+}
+
+/// Port attributes reported by `query_port`.
+#[derive(Clone, Copy, Debug)]
+pub struct PortInfo {
+    /// Link up (net device running with carrier).
+    pub active: bool,
+    /// Path MTU of the current link MTU.
+    pub active_mtu: Mtu,
+    /// Path MTU of the largest link MTU.
+    pub max_mtu: Mtu,
+    /// Number of GIDs.
+    pub gid_tbl_len: u32,
+}
+
+/// Asynchronous port events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortEvent {
+    /// The port became active.
+    Active,
+    /// The port went down.
+    Error,
+    /// The port address changed.
+    AddressChange,
+}
+
+/// The verbs a driver implements; [`register_device`] wires them into the
+/// RDMA core.
+pub trait Driver: 'static + Sized {
+    /// Per-device driver state.
+    type Device: Send + Sync;
+    /// Per-user-context driver state.
+    type Ucontext: Send + Sync;
+    /// Per-protection-domain driver state.
+    type Pd: Send + Sync;
+
+    /// Device limits.
+    fn query_device(dev: &Self::Device) -> DeviceCaps;
+    /// Port attributes, from the device's net device.
+    fn query_port(dev: &Self::Device, ndev: &NetDev<'_>) -> PortInfo;
+    /// The 16-octet GID of the port.
+    fn gid(dev: &Self::Device) -> [u8; 16];
+    /// A new user context; `resp` is the response written to user space.
+    fn alloc_ucontext(dev: &Self::Device, resp: &mut Udata<'_>) -> Result<Self::Ucontext>;
+    /// Releases a user context.
+    fn dealloc_ucontext(dev: &Self::Device, uctx: Self::Ucontext);
+    /// A new protection domain.
+    fn alloc_pd(dev: &Self::Device) -> Result<Self::Pd>;
+    /// Releases a protection domain.
+    fn dealloc_pd(dev: &Self::Device, pd: Self::Pd);
+}
+
+/// An `ib_device` allocated by the RDMA core with the driver state after it.
+#[repr(C)]
+struct DeviceObj<T: Driver> {
+    ib: bindings::ib_device,
+    drv: T::Device,
+}
+
+/// A core object (`ib_pd`, `ib_ucontext`, ...) with the driver state after it.
+#[repr(C)]
+struct Obj<B, D> {
+    ib: B,
+    drv: D,
+}
+
+fn obj_ptr<B, D>(ib: *mut B) -> *mut Obj<B, D> {
+    ib.cast()
+}
+
+fn dev_obj<T: Driver>(ib: *mut bindings::ib_device) -> *mut DeviceObj<T> {
+    ib.cast()
+}
+
+/// Borrowed driver state of the device that owns the core object `ib`.
+///
+/// # Safety
+///
+/// `ib` must be one of `T`'s registered devices, alive for `'a`.
+unsafe fn drv_of<'a, T: Driver>(ib: *mut bindings::ib_device) -> &'a T::Device {
+    // SAFETY: per the contract `ib` is the head of a live `DeviceObj<T>`
+    // whose `drv` was written before registration.
+    unsafe { &(*dev_obj::<T>(ib)).drv }
+}
+
+/// A counted reference to one of this driver's registered devices.
+pub struct DeviceRef<T: Driver> {
+    ptr: NonNull<bindings::ib_device>,
+    _p: PhantomData<T>,
+}
+
+// SAFETY: the RDMA core refcount may be dropped from any context that may
+// sleep; the driver state is `Sync`.
+unsafe impl<T: Driver> Send for DeviceRef<T> {}
+// SAFETY: shared access only reaches `T::Device: Sync`.
+unsafe impl<T: Driver> Sync for DeviceRef<T> {}
+
+impl<T: Driver> DeviceRef<T> {
+    /// The rsiw device on `ndev`, if there is one (devices of other drivers
+    /// with the same driver id, such as upstream siw, are ignored).
+    pub fn get_by_netdev(ndev: &NetDev<'_>) -> Option<Self> {
+        // SAFETY: `ndev` is a live net device; the returned device, if any,
+        // carries a reference we own from here on.
+        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_ptr(), DRIVER_ID) };
+        let ptr = NonNull::new(ib)?;
+        let this = Self {
+            ptr,
+            _p: PhantomData,
+        };
+        // SAFETY: we hold a reference, so `ops` is stable; `owner` is set by
+        // `ib_set_device_ops` from the table of the driver that made it.
+        let owner = unsafe { (*ib).ops.owner };
+        if owner != crate::THIS_MODULE.as_ptr() {
+            return None; // `this` drops the reference
+        }
+        Some(this)
+    }
+
+    /// Whether any device of the siw driver id (ours or upstream siw's)
+    /// sits on `ndev`.
+    pub fn any_on_netdev(ndev: &NetDev<'_>) -> bool {
+        // SAFETY: as in `get_by_netdev`; the reference is dropped at once.
+        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_ptr(), DRIVER_ID) };
+        if ib.is_null() {
+            return false;
+        }
+        // SAFETY: we own the reference taken above.
+        unsafe { bindings::ib_device_put(ib) };
+        true
+    }
+
+    /// The driver state.
+    pub fn drv(&self) -> &T::Device {
+        // SAFETY: we hold a reference on one of `T`'s devices.
+        unsafe { drv_of::<T>(self.ptr.as_ptr()) }
+    }
+
+    /// Delivers an asynchronous port event to the device's clients.
+    pub fn port_event(&self, ev: PortEvent) {
+        let event = match ev {
+            PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+            PortEvent::AddressChange => bindings::ib_event_type_IB_EVENT_LID_CHANGE,
+        };
+        let ev = bindings::ib_event {
+            device: self.ptr.as_ptr(),
+            element: bindings::ib_event__bindgen_ty_1 { port_num: PORT },
+            event,
+        };
+        // SAFETY: the device is registered and referenced; the event is
+        // copied by the callee.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+
+    /// Starts unregistering the device in the background (its net device is
+    /// going away; the RDMA core must not block the notifier).
+    pub fn unregister_queued(&self) {
+        // SAFETY: the device is registered, has `dealloc_driver` and is
+        // referenced by us.
+        unsafe { bindings::ib_unregister_device_queued(self.ptr.as_ptr()) };
+    }
+}
+
+impl<T: Driver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { bindings::ib_device_put(self.ptr.as_ptr()) };
+    }
+}
+
+/// A raw pointer to a registered device, kept in the [`Registry`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct DevPtr(*mut bindings::ib_device);
+
+// SAFETY: only used as an identity and, with a reference taken, passed to
+// the RDMA core, which is thread safe.
+unsafe impl Send for DevPtr {}
+
+/// The registry of this module's devices, so that unload can unregister
+/// the ones the user did not delete.
+#[pin_data]
+pub struct Registry {
+    #[pin]
+    devs: Mutex<KVec<DevPtr>>,
+    #[pin]
+    emptied: CondVar,
+}
+
+/// The live registry; set while the link type is registered.
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
+
+impl Registry {
+    /// Creates the registry and publishes it for the device callbacks.
+    pub(crate) fn new() -> Result<Pin<KBox<Self>>> {
+        let reg = KBox::pin_init(
+            pin_init!(Self {
+                devs <- new_mutex!(KVec::new()),
+                emptied <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )?;
+        REGISTRY.store(ptr::from_ref(&*reg).cast_mut(), Ordering::Release);
+        Ok(reg)
+    }
+
+    fn get() -> Option<&'static Self> {
+        let p = REGISTRY.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is the pinned registry, which
+        // `unregister_all` unpublishes only after every device is gone, and
+        // no device callback or link callback runs after that.
+        unsafe { p.as_ref() }
+    }
+
+    fn add(&self, d: DevPtr) -> Result {
+        self.devs.lock().push(d, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn remove(&self, d: DevPtr) {
+        let mut devs = self.devs.lock();
+        if let Some(i) = devs.iter().position(|x| *x == d) {
+            let last = devs.len() - 1;
+            devs.as_mut_slice().swap(i, last);
+            // SAFETY: `last < len` and `DevPtr` is `Copy`, so shortening by
+            // one leaks nothing.
+            unsafe { devs.set_len(last) };
+        }
+        if devs.is_empty() {
+            self.emptied.notify_all();
+        }
+    }
+
+    /// Unregisters every device left and waits until the RDMA core released
+    /// all of them (also those another path is unregistering right now).
+    pub(crate) fn unregister_all(&self) {
+        loop {
+            let next = {
+                let devs = self.devs.lock();
+                devs.iter().copied().find(|d| {
+                    // SAFETY: a registered device stays allocated while it is
+                    // in the registry (removed in `dealloc_driver`, under this
+                    // lock); try_get fails once unregistration began.
+                    unsafe { glue::rsiw_ib_device_try_get(d.0) }
+                })
+            };
+            match next {
+                // SAFETY: we own the reference taken by try_get above.
+                Some(d) => unsafe { bindings::ib_unregister_device_and_put(d.0) },
+                None => break,
+            }
+        }
+        let mut devs = self.devs.lock();
+        while !devs.is_empty() {
+            self.emptied.wait(&mut devs);
+        }
+        drop(devs);
+        REGISTRY.store(ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// What [`register_device`] needs besides the driver state.
+pub struct DeviceSetup<'a> {
+    /// The net device to bind to.
+    pub ndev: &'a NetDev<'a>,
+    /// The device name (`rdma link add NAME`).
+    pub name: &'a CStr,
+    /// Node GUID (network byte order value).
+    pub node_guid: u64,
+    /// Node description.
+    pub node_desc: &'a [u8],
+    /// Completion vectors.
+    pub num_comp_vectors: u32,
+}
+
+/// Allocates, sets up and registers a device of driver `T` with state `drv`.
+pub fn register_device<T: Driver>(setup: DeviceSetup<'_>, drv: T::Device) -> Result {
+    let reg = Registry::get().ok_or(ENODEV)?;
+    // SAFETY: plain allocation; the core zeroes and initialises the
+    // `ib_device` at the head of a `DeviceObj<T>` sized block.
+    let ib = unsafe { bindings::_ib_alloc_device(size_of::<DeviceObj<T>>()) };
+    if ib.is_null() {
+        return Err(ENOMEM);
+    }
+    let obj = dev_obj::<T>(ib);
+    // SAFETY: `obj` is a fresh, exclusively owned allocation of the right
+    // size; `drv` is uninitialised memory we fill exactly once.
+    unsafe { addr_of_mut!((*obj).drv).write(drv) };
+
+    let ops = ops::<T>();
+    // SAFETY: `ib` is exclusively ours until registration; every field set
+    // here is plain data the core reads at registration.
+    let r = unsafe {
+        (*ib).node_type = bindings::RDMA_NODE_RNIC as u8;
+        (*ib).node_guid = setup.node_guid;
+        (*ib).phys_port_cnt = 1;
+        (*ib).num_comp_vectors = setup.num_comp_vectors as i32;
+        (*ib).uverbs_cmd_mask |= 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+        for (d, s) in (*ib)
+            .node_desc
+            .iter_mut()
+            .zip(setup.node_desc.iter())
+            .take(63)
+        {
+            *d = *s as _;
+        }
+        for (d, s) in (*ib).iw_ifname.iter_mut().zip(setup.ndev.name().iter()) {
+            *d = *s as _;
+        }
+        (*ib).iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;
+        bindings::ib_set_device_ops(ib, &ops);
+        to_result(bindings::ib_device_set_netdev(
+            ib,
+            setup.ndev.as_ptr(),
+            PORT,
+        ))
+        .and_then(|()| reg.add(DevPtr(ib)))
+    };
+    if let Err(e) = r {
+        // SAFETY: never registered: drop the driver state, free the device.
+        unsafe {
+            ptr::drop_in_place(addr_of_mut!((*obj).drv));
+            bindings::ib_dealloc_device(ib);
+        }
+        return Err(e);
+    }
+    // SAFETY: the device is fully set up; the name is NUL terminated.
+    let r = unsafe {
+        glue::rsiw_ib_mark_name_assigned_by_user(ib);
+        to_result(bindings::ib_register_device(
+            ib,
+            setup.name.as_char_ptr(),
+            ptr::null_mut(),
+        ))
+    };
+    if let Err(e) = r {
+        // A failed registration does not call `dealloc_driver`.
+        reg.remove(DevPtr(ib));
+        // SAFETY: as above, the device never became visible.
+        unsafe {
+            ptr::drop_in_place(addr_of_mut!((*obj).drv));
+            bindings::ib_dealloc_device(ib);
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Trampolines. Each one is called by the RDMA core with live objects of a
+// device registered by `register_device::<T>`.
+
+/// RDMA core entry point `dealloc_driver`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn dealloc_driver<T: Driver>(ib: *mut bindings::ib_device) {
+    let obj = dev_obj::<T>(ib);
+    // SAFETY: the core calls this once, after the device is unregistered and
+    // no verb can run any more; the memory is freed by the core afterwards.
+    unsafe { ptr::drop_in_place(addr_of_mut!((*obj).drv)) };
+    if let Some(reg) = Registry::get() {
+        reg.remove(DevPtr(ib));
+    }
+}
+
+/// RDMA core entry point `query_device`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn query_device<T: Driver>(
+    ib: *mut bindings::ib_device,
+    attr: *mut bindings::ib_device_attr,
+    udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    // SAFETY: the core passes a live udata or null.
+    if let Some(u) = unsafe { udata.as_ref() } {
+        if u.inlen != 0 || u.outlen != 0 {
+            return EINVAL.to_errno();
+        }
+    }
+    // SAFETY: `ib` is one of ours (trampoline contract).
+    let c = T::query_device(unsafe { drv_of::<T>(ib) });
+    let clamp = |v: u32| v.min(i32::MAX as u32) as i32;
+    // SAFETY: `attr` is a valid, exclusively borrowed output buffer.
+    let a = unsafe { &mut *attr };
+    // SAFETY: all-zero is a valid `ib_device_attr` (plain integers).
+    *a = unsafe { core::mem::zeroed() };
+    a.vendor_id = c.vendor_id;
+    a.vendor_part_id = c.vendor_part_id;
+    a.sys_image_guid = c.sys_image_guid;
+    a.max_mr_size = c.max_mr_size;
+    a.page_size_cap = c.page_size_cap;
+    a.max_qp = clamp(c.max_qp);
+    a.max_qp_wr = clamp(c.max_qp_wr);
+    a.max_send_sge = clamp(c.max_sge);
+    a.max_recv_sge = clamp(c.max_sge);
+    a.max_sge_rd = clamp(c.max_sge_rd);
+    a.max_cq = clamp(c.max_cq);
+    a.max_cqe = clamp(c.max_cqe);
+    a.max_mr = clamp(c.max_mr);
+    a.max_pd = clamp(c.max_pd);
+    a.max_qp_rd_atom = clamp(c.max_ord);
+    a.max_qp_init_rd_atom = clamp(c.max_ird);
+    a.max_res_rd_atom = clamp(c.max_qp.saturating_mul(c.max_ird));
+    a.max_srq = clamp(c.max_srq);
+    a.max_srq_wr = clamp(c.max_srq_wr);
+    a.max_srq_sge = clamp(c.max_srq_sge);
+    a.max_fast_reg_page_list_len = c.max_fast_reg_page_list_len;
+    if c.mem_mgt_extensions {
+        a.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+        a.kernel_cap_flags = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    }
+    0
+}
+
+/// Fills `attr` for port `port` of `ib`.
+///
+/// # Safety
+///
+/// `ib` is one of `T`'s live devices; `attr` is valid for writes.
+unsafe fn fill_port<T: Driver>(
+    ib: *mut bindings::ib_device,
+    port: u32,
+    attr: *mut bindings::ib_port_attr,
+) -> Result {
+    if port != PORT {
+        return Err(EINVAL);
+    }
+    // SAFETY: `attr` is valid for writes; all-zero is a valid value.
+    let a = unsafe { &mut *attr };
+    // SAFETY: as above.
+    *a = unsafe { core::mem::zeroed() };
+    // SAFETY: `ib` is live; the outputs point into `a`.
+    to_result(unsafe {
+        bindings::ib_get_eth_speed(ib, port, &mut a.active_speed, &mut a.active_width)
+    })?;
+    // SAFETY: returns a referenced net device or null; the reference is ours.
+    let nd = unsafe { NetDevRef::from_held(bindings::ib_device_get_netdev(ib, port)) };
+    let nd = nd.ok_or(ENODEV)?;
+    // SAFETY: `ib` is one of ours.
+    let p = T::query_port(unsafe { drv_of::<T>(ib) }, &nd.dev());
+    a.gid_tbl_len = p.gid_tbl_len as i32;
+    a.max_msg_sz = u32::MAX;
+    a.max_mtu = p.max_mtu.raw();
+    a.active_mtu = p.active_mtu.raw();
+    (a.state, a.phys_state) = if p.active {
+        (
+            bindings::ib_port_state_IB_PORT_ACTIVE,
+            bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
+        )
+    } else {
+        (
+            bindings::ib_port_state_IB_PORT_DOWN,
+            bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
+        )
+    };
+    a.port_cap_flags = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP
+        | bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
+    Ok(())
+}
+
+/// RDMA core entry point `query_port`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn query_port<T: Driver>(
+    ib: *mut bindings::ib_device,
+    port: u32,
+    attr: *mut bindings::ib_port_attr,
+) -> kernel::ffi::c_int {
+    // SAFETY: trampoline contract.
+    from_result(|| unsafe { fill_port::<T>(ib, port, attr) }.map(|()| 0))
+}
+
+/// RDMA core entry point `get_port_immutable`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn get_port_immutable<T: Driver>(
+    ib: *mut bindings::ib_device,
+    port: u32,
+    imm: *mut bindings::ib_port_immutable,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: all-zero is a valid `ib_port_attr`.
+        let mut attr: bindings::ib_port_attr = unsafe { core::mem::zeroed() };
+        // SAFETY: trampoline contract; `attr` is a local.
+        unsafe { fill_port::<T>(ib, port, &mut attr)? };
+        // SAFETY: `imm` is a valid output buffer.
+        let imm = unsafe { &mut *imm };
+        imm.gid_tbl_len = attr.gid_tbl_len;
+        imm.core_cap_flags = bindings::RDMA_CORE_PORT_IWARP;
+        Ok(0)
+    })
+}
+
+/// RDMA core entry point `query_gid`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn query_gid<T: Driver>(
+    ib: *mut bindings::ib_device,
+    port: u32,
+    idx: kernel::ffi::c_int,
+    gid: *mut bindings::ib_gid,
+) -> kernel::ffi::c_int {
+    if port != PORT || idx != 0 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: trampoline contract; `gid` is a valid output buffer.
+    unsafe { (*gid).raw = T::gid(drv_of::<T>(ib)) };
+    0
+}
+
+/// RDMA core entry point `alloc_ucontext`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn alloc_ucontext<T: Driver>(
+    uctx: *mut bindings::ib_ucontext,
+    udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        let obj = obj_ptr::<_, T::Ucontext>(uctx);
+        // SAFETY: the core passes a live ucontext of one of our devices and
+        // the udata of this call.
+        let (dev, mut resp) = unsafe { (drv_of::<T>((*uctx).device), Udata::from_raw(udata)?) };
+        let drv = T::alloc_ucontext(dev, &mut resp)?;
+        // SAFETY: the core allocated `size_ib_ucontext` (= size of `Obj`)
+        // zeroed octets; `drv` is written exactly once here.
+        unsafe { addr_of_mut!((*obj).drv).write(drv) };
+        Ok(0)
+    })
+}
+
+/// RDMA core entry point `dealloc_ucontext`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn dealloc_ucontext<T: Driver>(uctx: *mut bindings::ib_ucontext) {
+    let obj = obj_ptr::<_, T::Ucontext>(uctx);
+    // SAFETY: the core calls this once for a context `alloc_ucontext`
+    // initialised; the memory is freed by the core afterwards.
+    unsafe {
+        let drv = ptr::read(addr_of_mut!((*obj).drv));
+        T::dealloc_ucontext(drv_of::<T>((*uctx).device), drv);
+    }
+}
+
+/// RDMA core entry point `alloc_pd`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn alloc_pd<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        let obj = obj_ptr::<_, T::Pd>(pd);
+        // SAFETY: live PD of one of our devices.
+        let drv = T::alloc_pd(unsafe { drv_of::<T>((*pd).device) })?;
+        // SAFETY: core-allocated `size_ib_pd` octets; written once.
+        unsafe { addr_of_mut!((*obj).drv).write(drv) };
+        Ok(0)
+    })
+}
+
+/// RDMA core entry point `dealloc_pd`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn dealloc_pd<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    let obj = obj_ptr::<_, T::Pd>(pd);
+    // SAFETY: called once for a PD `alloc_pd` initialised.
+    unsafe {
+        let drv = ptr::read(addr_of_mut!((*obj).drv));
+        T::dealloc_pd(drv_of::<T>((*pd).device), drv);
+    }
+    0
+}
+
+// Verbs the data path issues will fill in; until then they refuse.
+/// RDMA core entry point `create_qp_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn create_qp_unsupported(
+    _qp: *mut bindings::ib_qp,
+    _attr: *mut bindings::ib_qp_init_attr,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    super::eopnotsupp().to_errno()
+}
+/// RDMA core entry point `modify_qp_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn modify_qp_unsupported(
+    _qp: *mut bindings::ib_qp,
+    _attr: *mut bindings::ib_qp_attr,
+    _mask: kernel::ffi::c_int,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    super::eopnotsupp().to_errno()
+}
+/// RDMA core entry point `destroy_qp_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn destroy_qp_unsupported(
+    _qp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    0
+}
+/// RDMA core entry point `post_send_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn post_send_unsupported(
+    _qp: *mut bindings::ib_qp,
+    _wr: *const bindings::ib_send_wr,
+    _bad: *mut *const bindings::ib_send_wr,
+) -> kernel::ffi::c_int {
+    super::eopnotsupp().to_errno()
+}
+/// RDMA core entry point `post_recv_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn post_recv_unsupported(
+    _qp: *mut bindings::ib_qp,
+    _wr: *const bindings::ib_recv_wr,
+    _bad: *mut *const bindings::ib_recv_wr,
+) -> kernel::ffi::c_int {
+    super::eopnotsupp().to_errno()
+}
+/// RDMA core entry point `create_cq_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn create_cq_unsupported(
+    _cq: *mut bindings::ib_cq,
+    _attr: *const bindings::ib_cq_init_attr,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> kernel::ffi::c_int {
+    super::eopnotsupp().to_errno()
+}
+/// RDMA core entry point `destroy_cq_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn destroy_cq_unsupported(
+    _cq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    0
+}
+/// RDMA core entry point `poll_cq_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn poll_cq_unsupported(
+    _cq: *mut bindings::ib_cq,
+    _n: kernel::ffi::c_int,
+    _wc: *mut bindings::ib_wc,
+) -> kernel::ffi::c_int {
+    0
+}
+/// RDMA core entry point `req_notify_cq_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn req_notify_cq_unsupported(
+    _cq: *mut bindings::ib_cq,
+    _flags: bindings::ib_cq_notify_flags,
+) -> kernel::ffi::c_int {
+    super::eopnotsupp().to_errno()
+}
+/// RDMA core entry point `get_dma_mr_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn get_dma_mr_unsupported(
+    _pd: *mut bindings::ib_pd,
+    _acc: kernel::ffi::c_int,
+) -> *mut bindings::ib_mr {
+    super::eopnotsupp().to_ptr()
+}
+/// RDMA core entry point `reg_user_mr_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn reg_user_mr_unsupported(
+    _pd: *mut bindings::ib_pd,
+    _start: u64,
+    _len: u64,
+    _va: u64,
+    _acc: kernel::ffi::c_int,
+    _udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    super::eopnotsupp().to_ptr()
+}
+/// RDMA core entry point `dereg_mr_unsupported`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by [`register_device`].
+unsafe extern "C" fn dereg_mr_unsupported(
+    _mr: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> kernel::ffi::c_int {
+    0
+}
+
+/// The operations table of driver `T`, owned by this module.
+fn ops<T: Driver>() -> bindings::ib_device_ops {
+    bindings::ib_device_ops {
+        owner: crate::THIS_MODULE.as_ptr(),
+        driver_id: DRIVER_ID,
+        uverbs_abi_ver: ABI_VERSION,
+        dealloc_driver: Some(dealloc_driver::<T>),
+        query_device: Some(query_device::<T>),
+        query_port: Some(query_port::<T>),
+        get_port_immutable: Some(get_port_immutable::<T>),
+        query_gid: Some(query_gid::<T>),
+        alloc_ucontext: Some(alloc_ucontext::<T>),
+        dealloc_ucontext: Some(dealloc_ucontext::<T>),
+        alloc_pd: Some(alloc_pd::<T>),
+        dealloc_pd: Some(dealloc_pd::<T>),
+        create_qp: Some(create_qp_unsupported),
+        modify_qp: Some(modify_qp_unsupported),
+        destroy_qp: Some(destroy_qp_unsupported),
+        post_send: Some(post_send_unsupported),
+        post_recv: Some(post_recv_unsupported),
+        create_cq: Some(create_cq_unsupported),
+        destroy_cq: Some(destroy_cq_unsupported),
+        poll_cq: Some(poll_cq_unsupported),
+        req_notify_cq: Some(req_notify_cq_unsupported),
+        get_dma_mr: Some(get_dma_mr_unsupported),
+        reg_user_mr: Some(reg_user_mr_unsupported),
+        dereg_mr: Some(dereg_mr_unsupported),
+        size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),
+        size_ib_pd: size_of::<Obj<bindings::ib_pd, T::Pd>>(),
+        size_ib_qp: size_of::<bindings::ib_qp>(),
+        size_ib_cq: size_of::<bindings::ib_cq>(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The user-space side channel of a verb (`struct ib_udata`): the driver's
+//! request and response structures of `include/uapi/rdma/siw-abi.h`.
+
+use core::marker::PhantomData;
+use kernel::{bindings, prelude::*, uaccess::UserSlice};
+
+/// The udata of one verb call; empty for kernel callers.
+pub struct Udata<'a> {
+    raw: Option<bindings::ib_udata>,
+    _p: PhantomData<&'a mut bindings::ib_udata>,
+}
+
+impl<'a> Udata<'a> {
+    /// Wraps the udata the RDMA core passed to a verb (null for kernel
+    /// consumers).
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or a valid udata for the duration of `'a`.
+    pub(crate) unsafe fn from_raw(p: *mut bindings::ib_udata) -> Result<Self> {
+        // SAFETY: per the contract.
+        let raw = unsafe { p.as_ref() }.map(|u| bindings::ib_udata { ..*u });
+        Ok(Self {
+            raw,
+            _p: PhantomData,
+        })
+    }
+
+    /// Whether the verb comes from user space.
+    pub fn is_user(&self) -> bool {
+        self.raw.is_some()
+    }
+
+    /// Length of the request user space passed.
+    pub fn inlen(&self) -> usize {
+        self.raw.as_ref().map_or(0, |u| u.inlen)
+    }
+
+    /// Room user space left for the response.
+    pub fn outlen(&self) -> usize {
+        self.raw.as_ref().map_or(0, |u| u.outlen)
+    }
+
+    /// Copies the response `bytes` to user space. Fails with `EINVAL` when
+    /// user space left less room than the response needs, with `EFAULT`
+    /// when the buffer is not writable. A no-op for kernel callers.
+    pub fn respond(&mut self, bytes: &[u8]) -> Result {
+        let Some(u) = self.raw.as_ref() else {
+            return Ok(());
+        };
+        if u.outlen < bytes.len() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(u.outbuf as usize, bytes.len())
+            .writer()
+            .write_slice(bytes)
+    }
+
+    /// Reads the request into `buf` (which must not be longer than `inlen`).
+    pub fn request(&self, buf: &mut [u8]) -> Result {
+        let Some(u) = self.raw.as_ref() else {
+            return Err(EINVAL);
+        };
+        if u.inlen < buf.len() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(u.inbuf as usize, buf.len())
+            .reader()
+            .read_slice(buf)
+    }
+}

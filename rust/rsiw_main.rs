@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rsiw: a software iWARP RDMA device written in Rust.
+//!
+//! The crate has three layers:
+//!
+//! * [`wire`] is the iWARP wire protocol core (MPA, DDP, RDMAP). It has no
+//!   kernel dependency; the same files build a host crate for fast tests.
+//! * [`kif`] is the kernel interface layer: thin safe wrappers over the RDMA
+//!   core, net devices and sockets. It is the only place with `unsafe`.
+//! * The driver proper ([`device`], [`verbs`], ...) is built on [`kif`] and
+//!   contains no `unsafe` and no raw bindings.
+
+use kernel::{c_str, prelude::*};
+
+pub mod device;
+pub mod kif;
+pub mod verbs;
+
+module! {
+    type: Rsiw,
+    name: "rsiw",
+    author: "rsiw developers",
+    description: "Software iWARP RDMA device (RFC 5040, 5041, 5044, 6581)",
+    license: "GPL",
+    alias: ["rdma-link-rsiw"],
+}
+
+/// Module state: the `rsiw` RDMA link type and the net device notifier.
+///
+/// Dropping it removes the link type and unregisters every rsiw device.
+struct Rsiw {
+    _link: Pin<KBox<kif::net::LinkRegistration>>,
+}
+
+impl kernel::Module for Rsiw {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let link = kif::net::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
+        pr_info!("soft-iWARP device type 'rsiw' registered\n");
+        Ok(Rsiw { _link: link })
+    }
+}

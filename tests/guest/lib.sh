@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared helpers for rsiw guest tests (KTAP output via the kernel's
+# ktap_helpers.sh).  Laid out so the directory can move as it is to
+# tools/testing/selftests/drivers/infiniband/rsiw/.
+
+RSIW_TESTDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RSIW_REPO=${RSIW_REPO:-$(cd "$RSIW_TESTDIR/../.." && pwd)}
+RSIW_KO=${RSIW_KO:-$RSIW_REPO/rsiw.ko}
+# In tree: ../../../kselftest; out of tree: the cached kernel source.
+KSFT_DIR=${KSFT_DIR:-$RSIW_TESTDIR/../../../kselftest}
+. "$KSFT_DIR/ktap_helpers.sh"
+
+# Standard topology: namespaces rsiw-a and rsiw-b joined by a veth pair
+# (va in rsiw-a, 198.18.0.1; vb in rsiw-b, 198.18.0.2), MTU 1500.
+NS_A=rsiw-a NS_B=rsiw-b
+IP_A=198.18.0.1 IP_B=198.18.0.2
+
+in_a() { ip netns exec "$NS_A" "$@"; }
+in_b() { ip netns exec "$NS_B" "$@"; }
+
+topo_up() { # [MTU]
+	local mtu=${1:-1500}
+	topo_down
+	ip netns add "$NS_A" && ip netns add "$NS_B" &&
+		ip link add va netns "$NS_A" mtu "$mtu" type veth peer name vb netns "$NS_B" mtu "$mtu" &&
+		in_a ip addr add "$IP_A/24" dev va && in_b ip addr add "$IP_B/24" dev vb &&
+		in_a ip link set va up && in_b ip link set vb up &&
+		in_a ip link set lo up && in_b ip link set lo up
+}
+
+topo_down() {
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+	true
+}
+
+# add_dev NS NAME TYPE NETDEV: rdma link add in a namespace
+add_dev() { ip netns exec "$1" rdma link add "$2" type "$3" netdev "$4"; }
+del_dev() { rdma link delete "$1"; }
+
+load_rsiw() { lsmod | grep -q '^rsiw ' || insmod "$RSIW_KO" "$@"; }
+unload_rsiw() { ! lsmod | grep -q '^rsiw ' || rmmod rsiw; }
+load_siw() { lsmod | grep -q '^siw ' || modprobe siw; }
+
+# Kernel log hygiene: every test ends with kmsg_check.
+KMSG_BAD='WARNING:|BUG:|BUG |Oops|general protection|lockdep|possible circular|possible recursive|KASAN|kmemleak|UBSAN|refcount_t:|list_add corruption|list_del corruption|Call Trace|unregister_netdevice: waiting|hung_task|soft lockup|RCU stall'
+kmsg_mark() { KMSG_LINE=$(dmesg | wc -l); }
+kmsg_check() {
+	local bad
+	bad=$(dmesg | tail -n +"$((KMSG_LINE + 1))" | grep -E "$KMSG_BAD")
+	kmsg_mark
+	if [ -n "$bad" ]; then
+		echo "$bad" | sed 's/^/# kmsg: /'
+		return 1
+	fi
+	return 0
+}
+
+# check DESC COMMAND...: one KTAP test; fails on a non-zero exit or on a bad
+# kernel log line appearing during the command.
+check() {
+	local desc=$1
+	shift
+	kmsg_mark
+	local out rc
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "$out" | tail -n 20 | sed 's/^/# /'
+		kmsg_check
+		ktap_test_fail "$desc"
+		return 1
+	fi
+	if ! kmsg_check; then
+		ktap_test_fail "$desc"
+		return 1
+	fi
+	ktap_test_pass "$desc"
+}

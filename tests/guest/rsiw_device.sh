@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rsiw foundation: module load, device on a veth in a namespace, stock libsiw
+# sees it as iWARP, coexistence with upstream siw, clean removal.
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+ktap_set_plan 16
+
+mac_a() { in_a cat /sys/class/net/va/address; }
+
+t_load() { topo_up && load_rsiw && lsmod | grep -q '^rsiw '; }
+t_link_add() { add_dev "$NS_A" rsiw0 rsiw va && rdma link show rsiw0/1 | grep -q 'netdev va'; }
+t_devices() { ibv_devices | grep -q rsiw0; }
+t_devinfo() {
+	local out mac gid
+	out=$(ibv_devinfo -v -d rsiw0) || return 1
+	echo "$out" | grep -q 'transport:[[:space:]]*iWARP' || return 1
+	echo "$out" | grep -q 'state:[[:space:]]*PORT_ACTIVE' || return 1
+	echo "$out" | grep -q 'active_mtu:[[:space:]]*1024' || return 1
+	mac=$(mac_a | tr -d ':')
+	# GID[0] holds the MAC in its first six octets.
+	gid=$(echo "$out" | sed -n 's/.*GID\[ *0\]:[[:space:]]*//p' | tr -d ':' | cut -c1-12)
+	[ "$gid" = "$mac" ] || { echo "gid $gid mac $mac"; return 1; }
+}
+t_rdma_dev() { rdma dev show rsiw0 | grep -q 'node_type rnic'; }
+t_dup_refused() { ! add_dev "$NS_A" rsiw1 rsiw va 2>/dev/null; }
+t_bad_netdev() { ! add_dev "$NS_A" rsiw1 rsiw lo 2>/dev/null; }
+t_port_down() {
+	in_a ip link set va down
+	ibv_devinfo -d rsiw0 | grep -q 'state:[[:space:]]*PORT_DOWN' || return 1
+	in_a ip link set va up
+	sleep 1
+	ibv_devinfo -d rsiw0 | grep -q 'state:[[:space:]]*PORT_ACTIVE'
+}
+t_siw_beside() {
+	load_siw && add_dev "$NS_B" siw0 siw vb && ibv_devices | grep -q siw0 &&
+		ibv_devinfo -d siw0 | grep -q iWARP && ibv_devices | grep -q rsiw0
+}
+t_siw_same_netdev_refused() { ! add_dev "$NS_A" siw1 siw va 2>/dev/null; }
+t_pd() {
+	# A user context and a PD through stock libsiw.
+	python3 - <<'PY'
+import pyverbs.device as d
+from pyverbs.pd import PD
+ctx = d.Context(name='rsiw0')
+pd = PD(ctx)
+pd.close()
+ctx.close()
+PY
+}
+t_link_del() { del_dev rsiw0 && ! rdma dev show rsiw0 2>/dev/null && ibv_devices | grep -q siw0; }
+t_rmmod() { rmmod rsiw && ! lsmod | grep -q '^rsiw ' && ibv_devices | grep -q siw0; }
+t_rmmod_with_link() {
+	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va && rmmod rsiw &&
+		! rdma dev show rsiw0 2>/dev/null && ibv_devices | grep -q siw0
+}
+t_netdev_gone() {
+	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va && in_a ip link del va &&
+		for _ in $(seq 50); do rdma dev show rsiw0 >/dev/null 2>&1 || break; sleep 0.1; done &&
+		! rdma dev show rsiw0 2>/dev/null
+}
+t_cleanup() { unload_rsiw && del_dev siw0 2>/dev/null; rmmod siw && topo_down; }
+
+check "module loads" t_load
+check "rdma link add rsiw0 on a veth in a namespace" t_link_add
+check "ibv_devices lists rsiw0" t_devices
+check "ibv_devinfo via stock libsiw: iWARP, PORT_ACTIVE, MTU, GID from MAC" t_devinfo
+check "rdma dev show: rnic" t_rdma_dev
+check "second device on the same netdev refused" t_dup_refused
+check "loopback netdev refused" t_bad_netdev
+check "port follows netdev down/up" t_port_down
+check "upstream siw loads beside rsiw" t_siw_beside
+check "siw refused on a netdev rsiw holds" t_siw_same_netdev_refused
+check "ucontext and PD through pyverbs" t_pd
+check "rdma link delete leaves siw alone" t_link_del
+check "rmmod after link delete" t_rmmod
+check "rmmod with a link present unregisters it" t_rmmod_with_link
+check "netdev removal unregisters the device" t_netdev_gone
+check "cleanup: rmmod rsiw and siw" t_cleanup
+ktap_finished
