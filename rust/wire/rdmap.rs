@@ -1,0 +1,358 @@
+//! RDMAP (RFC 5040): opcodes, the complete DDP/RDMAP header of a segment
+//! (encode and parse with the version/opcode/QN checks), and the RDMA Read
+//! Request body.
+//!
+//! Header lengths (without ULPDU_Length; siw `iwarp_pktinfo` minus 2):
+//! Write and Read Response 14, Sends 18, Read Request 18 + 28 = 46,
+//! Terminate 18 + 4 = 22 (copied headers follow as payload).
+
+use crate::wire::ddp::{Control, DdpHdr, TaggedHdr, UntaggedHdr, TAGGED_HDR_LEN, UNTAGGED_HDR_LEN};
+use crate::wire::ddp::{DDP_VERSION, RDMAP_VERSION};
+use crate::wire::error::{DdpError, FramingFault, LlpError, ProtocolError, RdmapError};
+use crate::wire::term::TermHdr;
+use crate::wire::{be32, be64, put};
+
+/// Untagged queue of Send messages.
+pub const QN_SEND: u32 = 0;
+/// Untagged queue of RDMA Read Request messages.
+pub const QN_READ_REQUEST: u32 = 1;
+/// Untagged queue of Terminate messages.
+pub const QN_TERMINATE: u32 = 2;
+/// Number of untagged queues used by RDMAP.
+pub const NUM_QUEUES: u32 = 3;
+/// Length of the RDMA Read Request body.
+pub const READ_REQUEST_BODY_LEN: usize = 28;
+/// Length of the Terminate control word.
+pub const TERMINATE_BODY_LEN: usize = 4;
+/// Largest DDP/RDMAP header (Read Request).
+pub const MAX_HDR_LEN: usize = UNTAGGED_HDR_LEN + READ_REQUEST_BODY_LEN;
+/// Smallest DDP/RDMAP header (tagged).
+pub const MIN_HDR_LEN: usize = TAGGED_HDR_LEN;
+
+/// RDMAP opcodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Opcode {
+    /// RDMA Write (tagged).
+    Write = 0,
+    /// RDMA Read Request (untagged, QN 1).
+    ReadRequest = 1,
+    /// RDMA Read Response (tagged).
+    ReadResponse = 2,
+    /// Send (untagged, QN 0).
+    Send = 3,
+    /// Send with Invalidate.
+    SendInvalidate = 4,
+    /// Send with Solicited Event.
+    SendSe = 5,
+    /// Send with Solicited Event and Invalidate.
+    SendSeInvalidate = 6,
+    /// Terminate (untagged, QN 2).
+    Terminate = 7,
+}
+
+impl Opcode {
+    /// Decodes a raw opcode.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => Self::Write,
+            1 => Self::ReadRequest,
+            2 => Self::ReadResponse,
+            3 => Self::Send,
+            4 => Self::SendInvalidate,
+            5 => Self::SendSe,
+            6 => Self::SendSeInvalidate,
+            7 => Self::Terminate,
+            _ => return None,
+        })
+    }
+
+    /// Whether the opcode uses the tagged buffer model.
+    pub const fn is_tagged(self) -> bool {
+        matches!(self, Self::Write | Self::ReadResponse)
+    }
+
+    /// The untagged queue the opcode travels on (`None` when tagged).
+    pub const fn queue(self) -> Option<u32> {
+        match self {
+            Self::Write | Self::ReadResponse => None,
+            Self::ReadRequest => Some(QN_READ_REQUEST),
+            Self::Terminate => Some(QN_TERMINATE),
+            _ => Some(QN_SEND),
+        }
+    }
+
+    /// DDP/RDMAP header length (without ULPDU_Length).
+    pub const fn hdr_len(self) -> usize {
+        match self {
+            Self::Write | Self::ReadResponse => TAGGED_HDR_LEN,
+            Self::ReadRequest => UNTAGGED_HDR_LEN + READ_REQUEST_BODY_LEN,
+            Self::Terminate => UNTAGGED_HDR_LEN + TERMINATE_BODY_LEN,
+            _ => UNTAGGED_HDR_LEN,
+        }
+    }
+
+    /// Whether the untagged ULP field carries an Invalidate STag.
+    pub const fn has_invalidate(self) -> bool {
+        matches!(self, Self::SendInvalidate | Self::SendSeInvalidate)
+    }
+
+    /// Short name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Write => "RDMA_WRITE",
+            Self::ReadRequest => "RDMA_READ_REQ",
+            Self::ReadResponse => "RDMA_READ_RESP",
+            Self::Send => "SEND",
+            Self::SendInvalidate => "SEND_INV",
+            Self::SendSe => "SEND_SE",
+            Self::SendSeInvalidate => "SEND_SE_INV",
+            Self::Terminate => "TERMINATE",
+        }
+    }
+}
+
+/// RDMA Read Request body (RFC 5040 section 4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReadRequest {
+    /// Data sink STag (requester's buffer).
+    pub sink_stag: u32,
+    /// Data sink tagged offset.
+    pub sink_to: u64,
+    /// RDMA Read message size.
+    pub size: u32,
+    /// Data source STag (responder's buffer).
+    pub src_stag: u32,
+    /// Data source tagged offset.
+    pub src_to: u64,
+}
+
+impl ReadRequest {
+    /// Decodes the 28 octet body.
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        Some(Self {
+            sink_stag: be32(b, 0)?,
+            sink_to: be64(b, 4)?,
+            size: be32(b, 12)?,
+            src_stag: be32(b, 16)?,
+            src_to: be64(b, 20)?,
+        })
+    }
+
+    /// Encodes the 28 octet body.
+    pub fn encode(&self, out: &mut [u8]) -> Option<()> {
+        put(out, 0, &self.sink_stag.to_be_bytes())?;
+        put(out, 4, &self.sink_to.to_be_bytes())?;
+        put(out, 12, &self.size.to_be_bytes())?;
+        put(out, 16, &self.src_stag.to_be_bytes())?;
+        put(out, 20, &self.src_to.to_be_bytes())
+    }
+}
+
+/// Opcode specific RDMAP header part following the DDP header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Body {
+    /// No further header.
+    None,
+    /// RDMA Read Request body.
+    ReadRequest(ReadRequest),
+    /// Terminate control word.
+    Terminate(TermHdr),
+}
+
+/// The complete DDP/RDMAP header of one DDP segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SegmentHeader {
+    /// Control field.
+    pub ctrl: Control,
+    /// Decoded opcode (consistent with `ctrl.opcode`).
+    pub opcode: Opcode,
+    /// DDP header.
+    pub ddp: DdpHdr,
+    /// Opcode specific body.
+    pub body: Body,
+}
+
+/// Validates the two control octets: DDP version, RDMAP version, opcode
+/// and T bit/opcode agreement. Returns the opcode.
+pub fn check_control(ctrl: Control) -> Result<Opcode, ProtocolError> {
+    if ctrl.ddp_version != DDP_VERSION {
+        return Err(if ctrl.tagged {
+            DdpError::TaggedInvalidVersion
+        } else {
+            DdpError::UntaggedInvalidVersion
+        }
+        .into());
+    }
+    if ctrl.rdmap_version != RDMAP_VERSION {
+        return Err(RdmapError::InvalidVersion.into());
+    }
+    let op = Opcode::from_u8(ctrl.opcode).ok_or(RdmapError::UnexpectedOpcode)?;
+    if op.is_tagged() != ctrl.tagged {
+        return Err(RdmapError::UnexpectedOpcode.into());
+    }
+    Ok(op)
+}
+
+impl SegmentHeader {
+    /// RDMA Write segment header.
+    pub const fn write(stag: u32, to: u64, last: bool) -> Self {
+        Self::tagged(Opcode::Write, stag, to, last)
+    }
+
+    /// RDMA Read Response segment header.
+    pub const fn read_response(stag: u32, to: u64, last: bool) -> Self {
+        Self::tagged(Opcode::ReadResponse, stag, to, last)
+    }
+
+    const fn tagged(op: Opcode, stag: u32, to: u64, last: bool) -> Self {
+        Self {
+            ctrl: Control::new(true, last, op as u8),
+            opcode: op,
+            ddp: DdpHdr::Tagged(TaggedHdr { stag, to }),
+            body: Body::None,
+        }
+    }
+
+    /// Send family segment header (`op` must be a Send opcode;
+    /// `inval_stag` is used for the Invalidate variants).
+    pub const fn send(op: Opcode, inval_stag: u32, msn: u32, mo: u32, last: bool) -> Self {
+        let ulp = if op.has_invalidate() { inval_stag } else { 0 };
+        Self {
+            ctrl: Control::new(false, last, op as u8),
+            opcode: op,
+            ddp: DdpHdr::Untagged(UntaggedHdr {
+                ulp,
+                qn: QN_SEND,
+                msn,
+                mo,
+            }),
+            body: Body::None,
+        }
+    }
+
+    /// RDMA Read Request header (single segment message, MO 0).
+    pub const fn read_request(msn: u32, rr: ReadRequest) -> Self {
+        Self {
+            ctrl: Control::new(false, true, Opcode::ReadRequest as u8),
+            opcode: Opcode::ReadRequest,
+            ddp: DdpHdr::Untagged(UntaggedHdr {
+                ulp: 0,
+                qn: QN_READ_REQUEST,
+                msn,
+                mo: 0,
+            }),
+            body: Body::ReadRequest(rr),
+        }
+    }
+
+    /// Terminate header (single segment message, MO 0).
+    pub const fn terminate(msn: u32, t: TermHdr) -> Self {
+        Self {
+            ctrl: Control::new(false, true, Opcode::Terminate as u8),
+            opcode: Opcode::Terminate,
+            ddp: DdpHdr::Untagged(UntaggedHdr {
+                ulp: 0,
+                qn: QN_TERMINATE,
+                msn,
+                mo: 0,
+            }),
+            body: Body::Terminate(t),
+        }
+    }
+
+    /// Header length in octets.
+    pub const fn len(&self) -> usize {
+        self.opcode.hdr_len()
+    }
+
+    /// Headers are never empty; provided for API completeness.
+    pub const fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The tagged fields, if tagged.
+    pub const fn tagged_hdr(&self) -> Option<TaggedHdr> {
+        match self.ddp {
+            DdpHdr::Tagged(t) => Some(t),
+            DdpHdr::Untagged(_) => None,
+        }
+    }
+
+    /// The untagged fields, if untagged.
+    pub const fn untagged_hdr(&self) -> Option<UntaggedHdr> {
+        match self.ddp {
+            DdpHdr::Untagged(u) => Some(u),
+            DdpHdr::Tagged(_) => None,
+        }
+    }
+
+    /// Encodes the header into `out`; returns its length (`None` when
+    /// `out` is too small).
+    pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        put(out, 0, &self.ctrl.encode())?;
+        let n = self.ddp.encode(out)?;
+        match self.body {
+            Body::None => Some(n),
+            Body::ReadRequest(rr) => {
+                rr.encode(out.get_mut(n..)?)?;
+                Some(n + READ_REQUEST_BODY_LEN)
+            }
+            Body::Terminate(t) => {
+                put(out, n, &t.encode())?;
+                Some(n + TERMINATE_BODY_LEN)
+            }
+        }
+    }
+
+    /// Encodes into a fixed buffer; returns the buffer and the length.
+    pub fn to_bytes(&self) -> ([u8; MAX_HDR_LEN], usize) {
+        let mut b = [0u8; MAX_HDR_LEN];
+        let n = self.encode(&mut b).unwrap_or(0);
+        (b, n)
+    }
+
+    /// Parses and validates a header at the start of a ULPDU (`buf` starts
+    /// at the control field). Checks DDP/RDMAP versions, opcode, T bit and
+    /// the untagged QN of the opcode. A `buf` shorter than the opcode's
+    /// header is a framing error.
+    pub fn parse(buf: &[u8]) -> Result<Self, ProtocolError> {
+        let short = || {
+            ProtocolError::Llp(LlpError::Framing(FramingFault::UlpduTooShort {
+                len: u16::try_from(buf.len()).unwrap_or(u16::MAX),
+            }))
+        };
+        let c: [u8; 2] = buf
+            .get(..2)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(short)?;
+        let ctrl = Control::decode(c);
+        let opcode = check_control(ctrl)?;
+        let hl = opcode.hdr_len();
+        let h = buf.get(..hl).ok_or_else(short)?;
+        let ddp = DdpHdr::decode(ctrl, h).ok_or_else(short)?;
+        if let (DdpHdr::Untagged(u), Some(qn)) = (ddp, opcode.queue()) {
+            if u.qn != qn {
+                return Err(DdpError::UntaggedInvalidQn.into());
+            }
+        }
+        let rest = h.get(ctrl.ddp_hdr_len()..).ok_or_else(short)?;
+        let body = match opcode {
+            Opcode::ReadRequest => Body::ReadRequest(ReadRequest::decode(rest).ok_or_else(short)?),
+            Opcode::Terminate => {
+                let w: [u8; 4] = rest
+                    .get(..4)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(short)?;
+                Body::Terminate(TermHdr::decode(w))
+            }
+            _ => Body::None,
+        };
+        Ok(Self {
+            ctrl,
+            opcode,
+            ddp,
+            body,
+        })
+    }
+}

@@ -1,0 +1,457 @@
+//! The resumable MPA/DDP/RDMAP receive deframer.
+//!
+//! [`Deframer::push`] accepts the TCP byte stream of one direction cut
+//! anywhere (down to single octets) and drives an [`RxSink`]:
+//! 1. [`RxSink::on_fpdu_start`] once ULPDU_Length is known,
+//! 2. [`RxSink::on_header`] with the parsed and validated DDP/RDMAP header
+//!    (collected in a small fixed buffer; the sink may reject it with a
+//!    typed [`ProtocolError`], e.g. after STag/QN/MSN checks),
+//! 3. [`RxSink::on_payload`] with payload slices borrowed from the input
+//!    (never copied or buffered) and their offset in the segment payload,
+//! 4. [`RxSink::on_fpdu_end`] with the CRC verdict.
+//!
+//! Markers are stripped, checked against the FPDU start and reported with
+//! [`RxSink::on_marker`]. The CRC covers everything from the FPDU's first
+//! octet (a leading marker included) up to the CRC field. After an error
+//! the deframer stays failed (RFC 5044: no further FPDU is delivered).
+
+use crate::wire::crc::{crc_from_wire, Crc32c};
+use crate::wire::ddp::Control;
+use crate::wire::error::{FramingFault, LlpError, ProtocolError};
+use crate::wire::markers::{self, Marker};
+use crate::wire::mpa::{self, MpaMode};
+use crate::wire::rdmap::{check_control, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN};
+
+/// Receive configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxConfig {
+    /// Negotiated marker/CRC mode of the receive direction.
+    pub mode: MpaMode,
+    /// Largest ULPDU_Length accepted.
+    pub max_ulpdu: u16,
+    /// Reject markers whose reserved bits are not zero.
+    pub strict_marker_rsvd: bool,
+}
+
+impl RxConfig {
+    /// Configuration accepting any ULPDU_Length.
+    pub const fn new(mode: MpaMode) -> Self {
+        Self {
+            mode,
+            max_ulpdu: u16::MAX,
+            strict_marker_rsvd: false,
+        }
+    }
+}
+
+/// Outcome of the CRC check of one FPDU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CrcVerdict {
+    /// CRC negotiated and correct.
+    Ok,
+    /// CRC not negotiated; the field was ignored.
+    NotChecked,
+    /// CRC negotiated and wrong.
+    Mismatch {
+        /// CRC computed over the received FPDU.
+        computed: u32,
+        /// CRC found in the FPDU.
+        received: u32,
+    },
+}
+
+/// Position and size of the FPDU being received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FpduInfo {
+    /// Stream offset of the FPDU's first octet (its leading marker, if any).
+    pub fpdu_off: u32,
+    /// Stream offset of its ULPDU_Length field.
+    pub hdr_off: u32,
+    /// ULPDU_Length.
+    pub ulpdu_len: u16,
+    /// PAD octets.
+    pub pad: u8,
+}
+
+/// Consumer of deframed segments. All callbacks but [`RxSink::on_marker`]
+/// may fail with a protocol error, which stops the deframer.
+pub trait RxSink {
+    /// ULPDU_Length of a new FPDU was received (before it is validated).
+    fn on_fpdu_start(&mut self, _info: &FpduInfo) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+    /// The DDP/RDMAP header is complete. `raw` is its wire form (starting
+    /// at the control field, needed to build a TERMINATE), `payload_len`
+    /// the number of payload octets that follow in this segment.
+    fn on_header(
+        &mut self,
+        hdr: &SegmentHeader,
+        raw: &[u8],
+        payload_len: u16,
+    ) -> Result<(), ProtocolError>;
+    /// Payload octets `offset..offset + data.len()` of the current segment.
+    fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError>;
+    /// The FPDU is complete. On [`CrcVerdict::Mismatch`] the deframer fails
+    /// with [`LlpError::CrcMismatch`] after this call.
+    fn on_fpdu_end(&mut self, verdict: CrcVerdict) -> Result<(), ProtocolError>;
+    /// A marker at stream offset `off` was received and checked.
+    fn on_marker(&mut self, _off: u32, _m: Marker) {}
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Len,
+    Hdr,
+    Payload,
+    Pad,
+    Crc,
+}
+
+/// The receive deframer of one TCP direction in MPA full operation mode.
+#[derive(Clone, Debug)]
+pub struct Deframer<C: Crc32c> {
+    cfg: RxConfig,
+    crc: C,
+    off: u32,
+    phase: Phase,
+    in_fpdu: bool,
+    fpdu_off: u32,
+    hdr_off: u32,
+    len_buf: [u8; 2],
+    len_have: u8,
+    ulpdu_len: u16,
+    hdr_buf: [u8; MAX_HDR_LEN],
+    hdr_have: usize,
+    hdr_need: usize,
+    payload_len: u32,
+    payload_done: u32,
+    pad_left: u32,
+    crc_buf: [u8; 4],
+    crc_have: u8,
+    crc_value: u32,
+    mk_buf: [u8; 4],
+    mk_have: u8,
+    mk_off: u32,
+    mk_leading: bool,
+    failed: Option<ProtocolError>,
+    fpdus: u64,
+}
+
+impl<C: Crc32c> Deframer<C> {
+    /// A deframer whose next octet is at MPA stream offset `stream_off`
+    /// (0 for the first octet after the MPA Request/Reply exchange) and
+    /// at an FPDU boundary.
+    pub fn new(cfg: RxConfig, crc: C, stream_off: u32) -> Self {
+        Self {
+            cfg,
+            crc,
+            off: stream_off,
+            phase: Phase::Len,
+            in_fpdu: false,
+            fpdu_off: stream_off,
+            hdr_off: stream_off,
+            len_buf: [0; 2],
+            len_have: 0,
+            ulpdu_len: 0,
+            hdr_buf: [0; MAX_HDR_LEN],
+            hdr_have: 0,
+            hdr_need: 2,
+            payload_len: 0,
+            payload_done: 0,
+            pad_left: 0,
+            crc_buf: [0; 4],
+            crc_have: 0,
+            crc_value: 0,
+            mk_buf: [0; 4],
+            mk_have: 0,
+            mk_off: 0,
+            mk_leading: false,
+            failed: None,
+            fpdus: 0,
+        }
+    }
+
+    /// Stream offset of the next octet expected.
+    pub fn stream_offset(&self) -> u32 {
+        self.off
+    }
+
+    /// Whether the deframer sits exactly between two FPDUs.
+    pub fn at_fpdu_boundary(&self) -> bool {
+        !self.in_fpdu && self.failed.is_none()
+    }
+
+    /// The error that stopped the deframer, if any.
+    pub fn error(&self) -> Option<ProtocolError> {
+        self.failed
+    }
+
+    /// Number of FPDUs completed.
+    pub fn fpdus(&self) -> u64 {
+        self.fpdus
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RxConfig {
+        &self.cfg
+    }
+
+    fn fail(&mut self, e: ProtocolError) -> ProtocolError {
+        self.failed = Some(e);
+        e
+    }
+
+    /// Feeds the next octets of the stream. On error the deframer is
+    /// failed and every later call returns the same error.
+    pub fn push<S: RxSink>(&mut self, data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        match self.run(data, sink) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    fn begin_fpdu_if_needed(&mut self) {
+        if !self.in_fpdu {
+            self.in_fpdu = true;
+            self.fpdu_off = self.off;
+            self.crc.reset();
+        }
+    }
+
+    fn run<S: RxSink>(&mut self, mut data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
+        while !data.is_empty() {
+            // Markers first: one is due at every 512th stream octet.
+            if self.cfg.mode.markers && (self.mk_have > 0 || markers::is_marker_position(self.off))
+            {
+                data = self.take_marker(data, sink)?;
+                continue;
+            }
+            let mut avail = data.len();
+            if self.cfg.mode.markers {
+                let d = markers::octets_to_next_marker(self.off) as usize;
+                avail = avail.min(d);
+            }
+            let used = match self.phase {
+                Phase::Len => self.take_len(data, sink)?,
+                Phase::Hdr => self.take_hdr(data, avail, sink)?,
+                Phase::Payload => self.take_payload(data, avail, sink)?,
+                Phase::Pad => {
+                    let n = avail.min(self.pad_left as usize);
+                    let b = data.get(..n).unwrap_or(&[]);
+                    self.crc.update(b);
+                    self.pad_left -= n as u32;
+                    if self.pad_left == 0 {
+                        self.phase = Phase::Crc;
+                    }
+                    n
+                }
+                Phase::Crc => self.take_crc(data, avail, sink)?,
+            };
+            self.off = self.off.wrapping_add(used as u32);
+            data = data.get(used..).unwrap_or(&[]);
+        }
+        Ok(())
+    }
+
+    fn take_marker<'d, S: RxSink>(
+        &mut self,
+        data: &'d [u8],
+        sink: &mut S,
+    ) -> Result<&'d [u8], ProtocolError> {
+        if self.mk_have == 0 {
+            self.mk_leading = self.phase == Phase::Len && self.len_have == 0;
+            self.begin_fpdu_if_needed();
+            self.mk_off = self.off;
+        }
+        let n = (4 - usize::from(self.mk_have)).min(data.len());
+        let b = data.get(..n).unwrap_or(&[]);
+        // A marker inside the CRC field (after its first octet) is not
+        // covered by that CRC.
+        if !(self.phase == Phase::Crc && self.crc_have > 0) {
+            self.crc.update(b);
+        }
+        for &x in b {
+            if let Some(slot) = self.mk_buf.get_mut(usize::from(self.mk_have)) {
+                *slot = x;
+            }
+            self.mk_have += 1;
+        }
+        self.off = self.off.wrapping_add(n as u32);
+        if self.mk_have == 4 {
+            self.mk_have = 0;
+            let m = markers::decode_marker(self.mk_buf);
+            let expected = if self.mk_leading {
+                0
+            } else {
+                markers::fpduptr(self.mk_off, self.hdr_off).unwrap_or(u16::MAX)
+            };
+            if m.fpduptr != expected {
+                return Err(LlpError::Framing(FramingFault::MarkerMismatch {
+                    expected,
+                    received: m.fpduptr,
+                })
+                .into());
+            }
+            if self.cfg.strict_marker_rsvd && m.reserved != 0 {
+                return Err(LlpError::Framing(FramingFault::MarkerReserved).into());
+            }
+            sink.on_marker(self.mk_off, m);
+        }
+        Ok(data.get(n..).unwrap_or(&[]))
+    }
+
+    fn take_len<S: RxSink>(&mut self, data: &[u8], sink: &mut S) -> Result<usize, ProtocolError> {
+        let Some(&x) = data.first() else {
+            return Ok(0);
+        };
+        if self.len_have == 0 {
+            self.begin_fpdu_if_needed();
+            self.hdr_off = self.off;
+        }
+        self.crc.update(&[x]);
+        if let Some(slot) = self.len_buf.get_mut(usize::from(self.len_have)) {
+            *slot = x;
+        }
+        self.len_have += 1;
+        if self.len_have < 2 {
+            return Ok(1);
+        }
+        self.len_have = 0;
+        let len = u16::from_be_bytes(self.len_buf);
+        self.ulpdu_len = len;
+        let info = FpduInfo {
+            fpdu_off: self.fpdu_off,
+            hdr_off: self.hdr_off,
+            ulpdu_len: len,
+            pad: mpa::pad_len(u32::from(len)) as u8,
+        };
+        sink.on_fpdu_start(&info)?;
+        if len > self.cfg.max_ulpdu {
+            return Err(LlpError::Framing(FramingFault::UlpduTooLong {
+                len,
+                max: self.cfg.max_ulpdu,
+            })
+            .into());
+        }
+        if usize::from(len) < MIN_HDR_LEN {
+            return Err(LlpError::Framing(FramingFault::UlpduTooShort { len }).into());
+        }
+        self.hdr_have = 0;
+        self.hdr_need = 2;
+        self.phase = Phase::Hdr;
+        Ok(1)
+    }
+
+    fn take_hdr<S: RxSink>(
+        &mut self,
+        data: &[u8],
+        avail: usize,
+        sink: &mut S,
+    ) -> Result<usize, ProtocolError> {
+        let n = avail.min(self.hdr_need.saturating_sub(self.hdr_have));
+        let b = data.get(..n).unwrap_or(&[]);
+        self.crc.update(b);
+        if let Some(dst) = self.hdr_buf.get_mut(self.hdr_have..self.hdr_have + n) {
+            dst.copy_from_slice(b);
+        }
+        self.hdr_have += n;
+        if self.hdr_have < self.hdr_need {
+            return Ok(n);
+        }
+        if self.hdr_need == 2 {
+            let ctrl = Control::decode([self.hdr_buf[0], self.hdr_buf[1]]);
+            let op = check_control(ctrl)?;
+            self.hdr_need = op.hdr_len();
+            if usize::from(self.ulpdu_len) < self.hdr_need {
+                return Err(LlpError::Framing(FramingFault::UlpduTooShort {
+                    len: self.ulpdu_len,
+                })
+                .into());
+            }
+            return Ok(n);
+        }
+        let raw = self.hdr_buf.get(..self.hdr_need).unwrap_or(&[]);
+        let hdr = SegmentHeader::parse(raw)?;
+        let plen = usize::from(self.ulpdu_len) - self.hdr_need;
+        self.payload_len = plen as u32;
+        self.payload_done = 0;
+        sink.on_header(&hdr, raw, plen as u16)?;
+        self.after_payload_check();
+        Ok(n)
+    }
+
+    fn after_payload_check(&mut self) {
+        if self.payload_done >= self.payload_len {
+            self.pad_left = mpa::pad_len(u32::from(self.ulpdu_len));
+            self.phase = if self.pad_left > 0 {
+                Phase::Pad
+            } else {
+                Phase::Crc
+            };
+        } else {
+            self.phase = Phase::Payload;
+        }
+    }
+
+    fn take_payload<S: RxSink>(
+        &mut self,
+        data: &[u8],
+        avail: usize,
+        sink: &mut S,
+    ) -> Result<usize, ProtocolError> {
+        let left = (self.payload_len - self.payload_done) as usize;
+        let n = avail.min(left);
+        let b = data.get(..n).unwrap_or(&[]);
+        self.crc.update(b);
+        let at = self.payload_done;
+        self.payload_done += n as u32;
+        sink.on_payload(at, b)?;
+        self.after_payload_check();
+        Ok(n)
+    }
+
+    fn take_crc<S: RxSink>(
+        &mut self,
+        data: &[u8],
+        avail: usize,
+        sink: &mut S,
+    ) -> Result<usize, ProtocolError> {
+        if self.crc_have == 0 {
+            self.crc_value = self.crc.finalize();
+        }
+        let n = avail.min(4 - usize::from(self.crc_have));
+        let b = data.get(..n).unwrap_or(&[]);
+        for &x in b {
+            if let Some(slot) = self.crc_buf.get_mut(usize::from(self.crc_have)) {
+                *slot = x;
+            }
+            self.crc_have += 1;
+        }
+        if self.crc_have < 4 {
+            return Ok(n);
+        }
+        self.crc_have = 0;
+        self.phase = Phase::Len;
+        self.in_fpdu = false;
+        self.fpdus += 1;
+        let received = crc_from_wire(self.crc_buf);
+        let verdict = if !self.cfg.mode.crc {
+            CrcVerdict::NotChecked
+        } else if received == self.crc_value {
+            CrcVerdict::Ok
+        } else {
+            CrcVerdict::Mismatch {
+                computed: self.crc_value,
+                received,
+            }
+        };
+        sink.on_fpdu_end(verdict)?;
+        if let CrcVerdict::Mismatch { computed, received } = verdict {
+            return Err(LlpError::CrcMismatch { computed, received }.into());
+        }
+        Ok(n)
+    }
+}
