@@ -8,6 +8,10 @@ RSIW_REPO=${RSIW_REPO:-$(cd "$RSIW_TESTDIR/../.." && pwd)}
 RSIW_KO=${RSIW_KO:-$RSIW_REPO/rsiw.ko}
 # In tree: ../../../kselftest; out of tree: the cached kernel source.
 KSFT_DIR=${KSFT_DIR:-$RSIW_TESTDIR/../../../kselftest}
+if [ ! -f "$KSFT_DIR/ktap_helpers.sh" ]; then
+	. "$RSIW_REPO/qemu-images/env.sh"
+	KSFT_DIR=$(ls -d "$RSIW_CACHE"/kernel/std-*/src/tools/testing/selftests/kselftest | head -1)
+fi
 . "$KSFT_DIR/ktap_helpers.sh"
 
 # Standard topology: namespaces rsiw-a and rsiw-b joined by a veth pair

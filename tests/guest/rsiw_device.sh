@@ -10,7 +10,7 @@ ktap_set_plan 16
 mac_a() { in_a cat /sys/class/net/va/address; }
 
 t_load() { topo_up && load_rsiw && lsmod | grep -q '^rsiw '; }
-t_link_add() { add_dev "$NS_A" rsiw0 rsiw va && rdma link show rsiw0/1 | grep -q 'netdev va'; }
+t_link_add() { add_dev "$NS_A" rsiw0 rsiw va && in_a rdma link show rsiw0/1 | grep -q 'netdev va'; }
 t_devices() { ibv_devices | grep -q rsiw0; }
 t_devinfo() {
 	local out mac gid
@@ -18,10 +18,11 @@ t_devinfo() {
 	echo "$out" | grep -q 'transport:[[:space:]]*iWARP' || return 1
 	echo "$out" | grep -q 'state:[[:space:]]*PORT_ACTIVE' || return 1
 	echo "$out" | grep -q 'active_mtu:[[:space:]]*1024' || return 1
+	# GID 0 holds the MAC in its first six octets; the node GUID is its EUI-64.
 	mac=$(mac_a | tr -d ':')
-	# GID[0] holds the MAC in its first six octets.
-	gid=$(echo "$out" | sed -n 's/.*GID\[ *0\]:[[:space:]]*//p' | tr -d ':' | cut -c1-12)
+	gid=$(tr -d ':' </sys/class/infiniband/rsiw0/ports/1/gids/0 | cut -c1-12)
 	[ "$gid" = "$mac" ] || { echo "gid $gid mac $mac"; return 1; }
+	echo "$out" | grep -q "node_guid:.*$(printf %02x $((0x${mac:0:2} ^ 2)))${mac:2:2}:${mac:4:2}ff:fe${mac:6:2}:${mac:8:4}"
 }
 t_rdma_dev() { rdma dev show rsiw0 | grep -q 'node_type rnic'; }
 t_dup_refused() { ! add_dev "$NS_A" rsiw1 rsiw va 2>/dev/null; }
