@@ -1,0 +1,9 @@
+//! Arbitrary bytes, cut into arbitrary chunks, through the receive
+//! deframer and parsers with all marker/CRC combinations.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    rsiw_wire::fuzzing::rx_one(data);
+});

@@ -1,0 +1,366 @@
+//! Property tests: frame random messages into FPDUs (segmented to random
+//! EMSS/MULPDU, packed back to back, all marker x CRC modes, random stream
+//! offsets including the 32 bit wrap), cut the stream at random points
+//! (including 1-octet feeds), deframe, and compare headers, payload octets
+//! and CRC verdicts.
+
+use proptest::prelude::*;
+use rsiw_wire::ddp::DdpHdr;
+use rsiw_wire::error::ProtocolError;
+use rsiw_wire::markers::Marker;
+use rsiw_wire::mpa::{self, MpaMode};
+use rsiw_wire::rdmap::{Opcode, ReadRequest, SegmentHeader};
+use rsiw_wire::rx::{CrcVerdict, Deframer, RxConfig, RxSink};
+use rsiw_wire::tx::{encode_planned, FpduPlan, Segmenter, TxBatch, TxPiece};
+use rsiw_wire::HostCrc32c;
+
+#[derive(Debug, Clone, PartialEq)]
+struct Seg {
+    hdr: SegmentHeader,
+    payload: Vec<u8>,
+    verdict: Option<CrcVerdict>,
+}
+
+#[derive(Default)]
+struct Collect {
+    segs: Vec<Seg>,
+    markers: Vec<(u32, u16)>,
+}
+
+impl RxSink for Collect {
+    fn on_header(&mut self, hdr: &SegmentHeader, raw: &[u8], pl: u16) -> Result<(), ProtocolError> {
+        assert_eq!(raw.len(), hdr.len());
+        self.segs.push(Seg {
+            hdr: *hdr,
+            payload: Vec::with_capacity(usize::from(pl)),
+            verdict: None,
+        });
+        Ok(())
+    }
+    fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError> {
+        let s = self.segs.last_mut().unwrap();
+        assert_eq!(offset as usize, s.payload.len());
+        s.payload.extend_from_slice(data);
+        Ok(())
+    }
+    fn on_fpdu_end(&mut self, v: CrcVerdict) -> Result<(), ProtocolError> {
+        self.segs.last_mut().unwrap().verdict = Some(v);
+        Ok(())
+    }
+    fn on_marker(&mut self, off: u32, m: Marker) {
+        self.markers.push((off, m.fpduptr));
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Msg {
+    Write { stag: u32, to: u64, len: usize },
+    Send { op: u8, inv: u32, len: usize },
+    ReadReq(ReadRequest),
+}
+
+fn msg_strategy() -> impl Strategy<Value = Msg> {
+    prop_oneof![
+        (any::<u32>(), 0u64..u64::MAX / 2, 0usize..6000).prop_map(|(stag, to, len)| Msg::Write {
+            stag,
+            to,
+            len
+        }),
+        (
+            prop_oneof![Just(3u8), Just(4), Just(5), Just(6)],
+            any::<u32>(),
+            0usize..6000
+        )
+            .prop_map(|(op, inv, len)| Msg::Send { op, inv, len }),
+        (
+            any::<u32>(),
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>()
+        )
+            .prop_map(|(a, b, c, d, e)| Msg::ReadReq(ReadRequest {
+                sink_stag: a,
+                sink_to: b,
+                size: c,
+                src_stag: d,
+                src_to: e,
+            })),
+    ]
+}
+
+fn offset_strategy() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        any::<u32>(),
+        (0u32..4096).prop_map(|d| 0u32.wrapping_sub(d)),
+        0u32..2048
+    ]
+}
+
+/// Frames messages into FPDUs packed into TCP sends of `emss` octets.
+/// Returns the stream and the expected segments.
+fn build(msgs: &[Msg], mode: MpaMode, off0: u32, emss: u32, seed: u64) -> (Vec<u8>, Vec<Seg>) {
+    let mut stream = Vec::new();
+    let mut expect = Vec::new();
+    let mut off = off0;
+    let mut batch = TxBatch::new(mode, off, emss);
+    let mut msn = [1u32; 3];
+    let mulpdu = mpa::mulpdu(emss, mode.markers);
+    let mut rng = seed;
+    let mut crc = HostCrc32c::new();
+    for (mi, m) in msgs.iter().enumerate() {
+        let (len, op) = match m {
+            Msg::Write { len, .. } => (*len, Opcode::Write),
+            Msg::Send { op, len, .. } => (*len, Opcode::from_u8(*op).unwrap()),
+            Msg::ReadReq(_) => (0, Opcode::ReadRequest),
+        };
+        let data: Vec<u8> = (0..len)
+            .map(|i| (i as u8) ^ (mi as u8).wrapping_mul(31))
+            .collect();
+        let hl = op.hdr_len();
+        let mut seg = Segmenter::new(len as u32);
+        loop {
+            // Pack into the current TCP send if possible, else start a new one.
+            let cap = mulpdu.saturating_sub(hl as u32).max(1);
+            let room = batch.max_payload(hl).unwrap_or(0);
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let want = if room >= 1 || seg.remaining() == 0 && batch.max_payload(hl).is_some() {
+                room.min(cap)
+            } else {
+                batch = TxBatch::new(mode, off, emss);
+                batch.max_payload(hl).unwrap().min(cap)
+            };
+            // Occasionally use smaller segments than possible.
+            let want = if rng >> 60 == 0 {
+                (want / 2).max(1)
+            } else {
+                want.max(1)
+            };
+            let Some(s) = seg.next_segment(want) else {
+                break;
+            };
+            let hdr = match m {
+                Msg::Write { stag, to, .. } => {
+                    SegmentHeader::write(*stag, to + u64::from(s.offset), s.last)
+                }
+                Msg::Send { inv, .. } => SegmentHeader::send(op, *inv, msn[0], s.offset, s.last),
+                Msg::ReadReq(rr) => SegmentHeader::read_request(msn[1], *rr),
+            };
+            let (hb, hn) = hdr.to_bytes();
+            let payload = &data[s.offset as usize..(s.offset + s.len) as usize];
+            let plan = match batch.add(hn, s.len) {
+                Some(p) => p,
+                None => {
+                    batch = TxBatch::new(mode, off, emss);
+                    batch.add(hn, s.len).expect("segment larger than EMSS")
+                }
+            };
+            assert!(plan.wire_len() <= emss, "FPDU exceeds EMSS");
+            assert_eq!(plan.start_offset(), off);
+            let mut buf = vec![0u8; plan.wire_len() as usize];
+            let n = encode_planned(&plan, &hb[..hn], payload, &mut crc, &mut buf).unwrap();
+            assert_eq!(n, buf.len());
+            stream.extend_from_slice(&buf);
+            off = plan.end_offset();
+            expect.push(Seg {
+                hdr,
+                payload: payload.to_vec(),
+                verdict: Some(if mode.crc {
+                    CrcVerdict::Ok
+                } else {
+                    CrcVerdict::NotChecked
+                }),
+            });
+            if s.last {
+                break;
+            }
+        }
+        match op {
+            Opcode::ReadRequest => msn[1] += 1,
+            Opcode::Write => {}
+            _ => msn[0] += 1,
+        }
+    }
+    (stream, expect)
+}
+
+fn deframe(
+    mode: MpaMode,
+    off: u32,
+    stream: &[u8],
+    cuts: &[usize],
+) -> (Collect, Deframer<HostCrc32c>) {
+    let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
+    let mut c = Collect::default();
+    let mut rest = stream;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let n = if cuts.is_empty() {
+            rest.len()
+        } else {
+            cuts[i % cuts.len()].clamp(1, rest.len())
+        };
+        i += 1;
+        let (a, b) = rest.split_at(n);
+        d.push(a, &mut c).unwrap();
+        rest = b;
+    }
+    (c, d)
+}
+
+fn mode_of(i: u8) -> MpaMode {
+    MpaMode::ALL[usize::from(i % 4)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn frame_deframe_roundtrip(
+        msgs in prop::collection::vec(msg_strategy(), 1..6),
+        m in 0u8..4,
+        off in offset_strategy(),
+        emss in prop_oneof![128u32..600, 600u32..9000],
+        cuts in prop::collection::vec(1usize..700, 1..8),
+        seed in any::<u64>(),
+    ) {
+        let mode = mode_of(m);
+        let (stream, expect) = build(&msgs, mode, off, emss, seed);
+        let (got, d) = deframe(mode, off, &stream, &cuts);
+        prop_assert!(d.at_fpdu_boundary());
+        prop_assert_eq!(d.stream_offset(), off.wrapping_add(stream.len() as u32));
+        prop_assert_eq!(&got.segs, &expect);
+        // Every marker position of the stream was seen and checked.
+        if mode.markers {
+            let want = (0..stream.len() as u32)
+                .filter(|&i| off.wrapping_add(i) % 512 == 0)
+                .count();
+            prop_assert_eq!(got.markers.len(), want);
+        } else {
+            prop_assert!(got.markers.is_empty());
+        }
+        // Whole-stream and 1-octet feeds agree.
+        let (whole, _) = deframe(mode, off, &stream, &[]);
+        prop_assert_eq!(&whole.segs, &expect);
+    }
+
+    #[test]
+    fn one_octet_feed(
+        msgs in prop::collection::vec(msg_strategy(), 1..3),
+        m in 0u8..4,
+        off in offset_strategy(),
+        emss in 128u32..2000,
+    ) {
+        let mode = mode_of(m);
+        let msgs: Vec<Msg> = msgs.into_iter().map(|x| match x {
+            Msg::Write { stag, to, len } => Msg::Write { stag, to, len: len % 1500 },
+            Msg::Send { op, inv, len } => Msg::Send { op, inv, len: len % 1500 },
+            r => r,
+        }).collect();
+        let (stream, expect) = build(&msgs, mode, off, emss, 7);
+        let (got, _) = deframe(mode, off, &stream, &[1]);
+        prop_assert_eq!(&got.segs, &expect);
+    }
+
+    #[test]
+    fn corruption_is_detected_with_crc(
+        msgs in prop::collection::vec(msg_strategy(), 1..3),
+        markers in any::<bool>(),
+        off in offset_strategy(),
+        emss in 128u32..3000,
+        pos in any::<prop::sample::Index>(),
+        bit in 0u8..8,
+        cuts in prop::collection::vec(1usize..300, 1..4),
+    ) {
+        let mode = MpaMode { markers, crc: true };
+        let (mut stream, _) = build(&msgs, mode, off, emss, 1);
+        let i = pos.index(stream.len());
+        stream[i] ^= 1 << bit;
+        let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
+        let mut c = Collect::default();
+        let mut rest = &stream[..];
+        let mut k = 0;
+        let mut err = None;
+        while !rest.is_empty() {
+            let n = cuts[k % cuts.len()].min(rest.len());
+            k += 1;
+            let (a, b) = rest.split_at(n);
+            if let Err(e) = d.push(a, &mut c) { err = Some(e); break; }
+            rest = b;
+        }
+        prop_assert!(err.is_some() || !d.at_fpdu_boundary(), "undetected flip at {}", i);
+    }
+
+    #[test]
+    fn plan_pieces_cover_wire(
+        m in 0u8..4,
+        off in offset_strategy(),
+        hl in prop_oneof![Just(14usize), Just(18), Just(22), Just(46)],
+        pl in 0u32..20000,
+    ) {
+        let mode = mode_of(m);
+        let p = FpduPlan::new(mode, off, hl, pl).unwrap();
+        let mut hdr_next = 0;
+        let mut pay_next = 0;
+        let mut crc_next = 0u8;
+        let mut total = 0u32;
+        for piece in p.pieces() {
+            prop_assert!(!piece.is_empty());
+            total += piece.len();
+            match piece {
+                TxPiece::Header { start, end } => { prop_assert_eq!(start, hdr_next); hdr_next = end; }
+                TxPiece::Payload { offset, len } => { prop_assert_eq!(offset, pay_next); pay_next += len; }
+                TxPiece::Crc { start, end } => { prop_assert_eq!(start, crc_next); crc_next = end; }
+                TxPiece::Inline(_) => {}
+            }
+        }
+        prop_assert_eq!(total, p.wire_len());
+        prop_assert_eq!(hdr_next as usize, hl);
+        prop_assert_eq!(pay_next, pl);
+        prop_assert_eq!(crc_next, 4);
+        prop_assert_eq!(p.wire_len(), mpa::fpdu_wire_len(mode, off, hl as u32 + pl));
+    }
+}
+
+#[test]
+fn untagged_and_tagged_headers_are_distinguished() {
+    let (stream, expect) = build(
+        &[
+            Msg::Write {
+                stag: 1,
+                to: 2,
+                len: 10,
+            },
+            Msg::Send {
+                op: 3,
+                inv: 0,
+                len: 10,
+            },
+        ],
+        MpaMode::ALL[3],
+        0,
+        1460,
+        0,
+    );
+    let (got, _) = deframe(MpaMode::ALL[3], 0, &stream, &[3]);
+    assert!(matches!(got.segs[0].hdr.ddp, DdpHdr::Tagged(_)));
+    assert!(matches!(got.segs[1].hdr.ddp, DdpHdr::Untagged(_)));
+    assert_eq!(got.segs, expect);
+}
+
+#[test]
+fn batch_packs_many_fpdus_into_one_send() {
+    let mode = MpaMode {
+        markers: true,
+        crc: true,
+    };
+    let mut b = TxBatch::new(mode, 100, 9000);
+    let mut n = 0;
+    while b.add(18, 64).is_some() {
+        n += 1;
+    }
+    assert!(n > 80, "{n}");
+    assert!(b.remaining() < 100);
+}
