@@ -183,10 +183,10 @@ impl MpaRr {
     }
 }
 
-/// RTR message type requested or chosen for peer-to-peer setup.
+/// RTR message type of a peer-to-peer setup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RtrType {
-    /// Zero length Send.
+    /// Send (neither the Write nor the Read flag set).
     Send,
     /// Zero length RDMA Write.
     Write,
@@ -195,20 +195,23 @@ pub enum RtrType {
 }
 
 /// RFC 6581 enhanced connection data: two 16 bit words,
-/// `P(0x8000) | Z(0x4000) | IRD(14)` and `W(0x8000) | R(0x4000) | ORD(14)`
-/// (siw: `MPA_V2_PEER_TO_PEER`, `MPA_V2_ZERO_LENGTH_RTR`,
-/// `MPA_V2_RDMA_WRITE_RTR`, `MPA_V2_RDMA_READ_RTR`).
+/// `A(0x8000) | B(0x4000) | IRD(14)` and `C(0x8000) | D(0x4000) | ORD(14)`
+/// with A = peer-to-peer model, B = zero length RTR, C = RDMA Write RTR,
+/// D = RDMA Read RTR (siw `MPA_V2_PEER_TO_PEER`, `MPA_V2_ZERO_LENGTH_RTR`,
+/// `MPA_V2_RDMA_WRITE_RTR`, `MPA_V2_RDMA_READ_RTR`; cxgb4 uses the same
+/// bits). In a Request C/D list the RTR types the initiator can send, in a
+/// Reply the responder keeps exactly the one it chose.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct IrdOrd {
-    /// Peer-to-peer connection model (an RTR message follows).
+    /// A: peer-to-peer connection model (an RTR message follows).
     pub peer_to_peer: bool,
-    /// Zero length Send RTR supported / chosen.
+    /// B: the RTR message has zero length.
     pub zero_length_rtr: bool,
     /// Inbound RDMA Read queue depth (14 bits).
     pub ird: u16,
-    /// Zero length RDMA Write RTR supported / chosen.
+    /// C: RDMA Write RTR.
     pub write_rtr: bool,
-    /// Zero length RDMA Read RTR supported / chosen.
+    /// D: RDMA Read RTR.
     pub read_rtr: bool,
     /// Outbound RDMA Read queue depth (14 bits).
     pub ord: u16,
@@ -250,17 +253,28 @@ impl IrdOrd {
         }
     }
 
-    /// Responder side RTR choice for a peer-to-peer request: the first of
-    /// Write, Read, Send the initiator offers and `local` supports.
-    pub fn choose_rtr(&self, local: &IrdOrd) -> Result<RtrType, LlpError> {
-        if self.write_rtr && local.write_rtr {
+    /// Responder side RTR choice for this (Request) data: Write if both
+    /// sides can, else Read if both can, else Send when the initiator
+    /// offered neither; otherwise [`LlpError::NoMatchingRtr`].
+    pub fn choose_rtr(&self, local_write: bool, local_read: bool) -> Result<RtrType, LlpError> {
+        if self.write_rtr && local_write {
             Ok(RtrType::Write)
-        } else if self.read_rtr && local.read_rtr {
+        } else if self.read_rtr && local_read {
             Ok(RtrType::Read)
-        } else if self.zero_length_rtr && local.zero_length_rtr {
+        } else if !self.write_rtr && !self.read_rtr {
             Ok(RtrType::Send)
         } else {
             Err(LlpError::NoMatchingRtr)
+        }
+    }
+
+    /// IRD/ORD check of a Reply against the initiator's ORD: the responder
+    /// must not offer less inbound read depth than the initiator will use.
+    pub fn check_ird(&self, initiator_ord: u16) -> Result<(), LlpError> {
+        if self.ird < initiator_ord {
+            Err(LlpError::InsufficientIrd)
+        } else {
+            Ok(())
         }
     }
 }

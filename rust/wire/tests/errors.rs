@@ -531,17 +531,25 @@ fn rtr_negotiation() {
         read_rtr: true,
         ..IrdOrd::default()
     };
-    let local = IrdOrd {
+    assert_eq!(req.choose_rtr(true, true), Ok(RtrType::Read));
+    assert_eq!(req.choose_rtr(true, false), Err(LlpError::NoMatchingRtr));
+    let both = IrdOrd {
         write_rtr: true,
-        read_rtr: true,
+        ..req
+    };
+    assert_eq!(both.choose_rtr(true, true), Ok(RtrType::Write));
+    let none = IrdOrd {
+        peer_to_peer: true,
         ..IrdOrd::default()
     };
-    assert_eq!(req.choose_rtr(&local), Ok(RtrType::Read));
-    let local = IrdOrd {
-        zero_length_rtr: true,
+    assert_eq!(none.choose_rtr(false, false), Ok(RtrType::Send));
+    let rep = IrdOrd {
+        ird: 2,
+        ord: 2,
         ..IrdOrd::default()
     };
-    assert_eq!(req.choose_rtr(&local), Err(LlpError::NoMatchingRtr));
+    assert_eq!(rep.check_ird(4), Err(LlpError::InsufficientIrd));
+    assert_eq!(rep.check_ird(2), Ok(()));
     assert_eq!(
         ProtocolError::from(LlpError::NoMatchingRtr)
             .term_code()
