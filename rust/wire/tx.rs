@@ -418,6 +418,30 @@ impl TxBatch {
         Some(plan)
     }
 
+    /// Plans the next segment of a message into this batch: its payload is
+    /// the smallest of what is left of the message, `max_payload` (e.g.
+    /// MULPDU minus header) and the room left in the batch. `None` (and no
+    /// change) when the message is complete or the batch is full.
+    pub fn next_segment(
+        &mut self,
+        seg: &mut Segmenter,
+        hdr_len: usize,
+        max_payload: u32,
+    ) -> Option<(Segment, FpduPlan)> {
+        if seg.finished {
+            return None;
+        }
+        let cap = self.max_payload(hdr_len)?.min(max_payload);
+        if cap == 0 && seg.remaining() > 0 {
+            return None;
+        }
+        let mut probe = *seg;
+        let s = probe.next_segment(cap)?;
+        let plan = self.add(hdr_len, s.len)?;
+        *seg = probe;
+        Some((s, plan))
+    }
+
     /// Stream offset of the next FPDU.
     pub fn stream_offset(&self) -> u32 {
         self.off

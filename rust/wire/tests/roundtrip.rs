@@ -364,3 +364,42 @@ fn batch_packs_many_fpdus_into_one_send() {
     assert!(n > 80, "{n}");
     assert!(b.remaining() < 100);
 }
+
+#[test]
+fn batch_next_segment_fills_sends_without_exceeding() {
+    let mode = MpaMode {
+        markers: true,
+        crc: true,
+    };
+    let emss = 1460;
+    let mulpdu = mpa::mulpdu(emss, true);
+    let mut seg = Segmenter::new(100_000);
+    let mut off = 12345u32;
+    let mut sends = 0;
+    let mut next_off = 0u32;
+    let mut last_seen = false;
+    while !last_seen {
+        let mut b = TxBatch::new(mode, off, 64 * 1024);
+        let mut in_batch = 0;
+        while let Some((s, plan)) = b.next_segment(&mut seg, 14, mulpdu - 14) {
+            assert_eq!(s.offset, next_off);
+            assert!(plan.wire_len() <= emss);
+            next_off += s.len;
+            in_batch += 1;
+            last_seen = s.last;
+        }
+        assert!(in_batch > 0);
+        assert!(last_seen || b.remaining() < emss);
+        off = b.stream_offset();
+        sends += 1;
+    }
+    assert_eq!(next_off, 100_000);
+    assert!(sends <= 3, "{sends}");
+    // Empty message: one zero-length segment.
+    let mut seg = Segmenter::new(0);
+    let mut b = TxBatch::new(mode, 0, 100);
+    let (s, p) = b.next_segment(&mut seg, 18, 100).unwrap();
+    assert!(s.last && s.len == 0);
+    assert_eq!(p.wire_len(), 4 + 2 + 18 + 4);
+    assert!(b.next_segment(&mut seg, 18, 100).is_none());
+}

@@ -202,10 +202,7 @@ fn deframe(label: &str, data: &[u8], mode: MpaMode, off: u32) {
         b(mode.crc)
     );
     let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
-    let mut p = Printer {
-        label,
-        term: None,
-    };
+    let mut p = Printer { label, term: None };
     if let Err(e) = d.push(data, &mut p) {
         let t = e.term_code();
         println!(

@@ -74,20 +74,67 @@ fn frame_rejects_bad_hex() {
 }
 
 struct Pcap {
-    buf: Vec<u8>,
+    frames: Vec<Vec<u8>>,
     linktype: u32,
 }
 
 impl Pcap {
     fn new(linktype: u32) -> Self {
+        Self {
+            frames: Vec::new(),
+            linktype,
+        }
+    }
+
+    /// Classic little endian pcap.
+    fn pcap(&self) -> Vec<u8> {
         let mut buf = Vec::new();
         buf.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
         buf.extend_from_slice(&2u16.to_le_bytes());
         buf.extend_from_slice(&4u16.to_le_bytes());
         buf.extend_from_slice(&[0; 8]);
         buf.extend_from_slice(&65535u32.to_le_bytes());
-        buf.extend_from_slice(&linktype.to_le_bytes());
-        Self { buf, linktype }
+        buf.extend_from_slice(&self.linktype.to_le_bytes());
+        for f in &self.frames {
+            buf.extend_from_slice(&[0; 8]);
+            buf.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            buf.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            buf.extend_from_slice(f);
+        }
+        buf
+    }
+
+    /// Big endian pcapng (SHB, IDB, EPBs).
+    fn pcapng(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        let u32be = |b: &mut Vec<u8>, v: u32| b.extend_from_slice(&v.to_be_bytes());
+        u32be(&mut b, 0x0a0d0d0a);
+        u32be(&mut b, 28);
+        u32be(&mut b, 0x1a2b3c4d);
+        b.extend_from_slice(&[0, 1, 0, 0]);
+        b.extend_from_slice(&[0xff; 8]);
+        u32be(&mut b, 28);
+        u32be(&mut b, 1);
+        u32be(&mut b, 20);
+        b.extend_from_slice(&(self.linktype as u16).to_be_bytes());
+        b.extend_from_slice(&[0, 0]);
+        u32be(&mut b, 65535);
+        u32be(&mut b, 20);
+        for f in &self.frames {
+            let padded = f.len().div_ceil(4) * 4;
+            let len = 32 + padded as u32;
+            u32be(&mut b, 6);
+            u32be(&mut b, len);
+            u32be(&mut b, 0);
+            u32be(&mut b, 0);
+            u32be(&mut b, 0);
+            u32be(&mut b, f.len() as u32);
+            u32be(&mut b, f.len() as u32);
+            b.extend_from_slice(f);
+            b.resize(b.len() + padded - f.len(), 0);
+            u32be(&mut b, len);
+        }
+        b
     }
 
     fn tcp(&mut self, v6: bool, from_client: bool, seq: u32, syn: bool, payload: &[u8]) {
@@ -138,12 +185,7 @@ impl Pcap {
             frame.extend_from_slice(&et.to_be_bytes());
         }
         frame.extend_from_slice(&ip);
-        self.buf.extend_from_slice(&[0; 8]);
-        self.buf
-            .extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        self.buf
-            .extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        self.buf.extend_from_slice(&frame);
+        self.frames.push(frame);
     }
 }
 
@@ -232,6 +274,10 @@ fn conversation() -> (Vec<u8>, Vec<u8>) {
 }
 
 fn write_capture(linktype: u32, v6: bool, corrupt: bool) -> std::path::PathBuf {
+    write_capture_fmt(linktype, v6, corrupt, false)
+}
+
+fn write_capture_fmt(linktype: u32, v6: bool, corrupt: bool, ng: bool) -> std::path::PathBuf {
     let (mut c, s) = conversation();
     if corrupt {
         let n = c.len();
@@ -250,10 +296,10 @@ fn write_capture(linktype: u32, v6: bool, corrupt: bool) -> std::path::PathBuf {
     p.tcp(v6, true, 1001, false, &c[..a]);
     p.tcp(v6, true, 1001 + b as u32, false, &c[b..]);
     let path = std::env::temp_dir().join(format!(
-        "iwarp-test-{}-{linktype}-{v6}-{corrupt}.pcap",
+        "iwarp-test-{}-{linktype}-{v6}-{corrupt}-{ng}.pcap",
         std::process::id()
     ));
-    std::fs::write(&path, &p.buf).unwrap();
+    std::fs::write(&path, if ng { p.pcapng() } else { p.pcap() }).unwrap();
     path
 }
 
@@ -321,5 +367,15 @@ fn decode_hex_payload() {
     // Wrong mode flags produce a typed error.
     let out = decode(&["--hex", "--markers"], &path);
     assert!(out.contains("ERROR"));
+    std::fs::remove_file(path).ok();
+}
+
+#[test]
+fn decode_pcapng() {
+    let path = write_capture_fmt(1, false, false, true);
+    let out = decode(&[], &path);
+    assert!(out.contains("MPA-REQ rev=2"));
+    assert_eq!(out.matches("CRC ok").count(), 5);
+    assert!(!out.contains("ERROR"));
     std::fs::remove_file(path).ok();
 }
