@@ -59,9 +59,8 @@ impl RxSink for Printer<'_> {
                 u.mo
             ),
         };
-        self.line(&ddp);
         let mut r = format!(
-            "RDMAP RV={} op={} payload_len={}",
+            "{ddp} RDMAP RV={} op={} payload_len={}",
             c.rdmap_version,
             h.opcode.name(),
             pl
@@ -136,8 +135,8 @@ impl RxSink for Printer<'_> {
 
 fn mpa_line(h: &MpaRr, f: &rsiw_wire::connect::RrFrame<'_>) -> String {
     let kind = match h.kind {
-        FrameKind::Request => "MPA-REQ",
-        FrameKind::Reply => "MPA-REP",
+        FrameKind::Request => "MPA Request",
+        FrameKind::Reply => "MPA Reply",
     };
     let mut s = format!(
         "{kind} rev={} M={} C={} R={} E={} pd_len={}",

@@ -315,8 +315,8 @@ fn decode_ethernet_ipv4_pcap() {
     let out = decode(&[], &path);
     println!("{out}");
     assert!(out.contains("CONN 10.0.0.1:40000 -> 10.0.0.2:5000"));
-    assert!(out.contains("MPA-REQ rev=2 M=0 C=1 R=0 E=1 pd_len=9 ird=8 ord=8 p2p=1"));
-    assert!(out.contains("MPA-REP rev=2 M=1 C=1"));
+    assert!(out.contains("MPA Request rev=2 M=0 C=1 R=0 E=1 pd_len=9 ird=8 ord=8 p2p=1"));
+    assert!(out.contains("MPA Reply rev=2 M=1 C=1"));
     assert!(out.contains("[10.0.0.1:40000 -> 10.0.0.2:5000] MPA mode markers=1 crc=1"));
     assert!(out.contains("[10.0.0.2:5000 -> 10.0.0.1:40000] MPA mode markers=0 crc=1"));
     assert!(out.contains("MARKER off=0 fpduptr=0"));
@@ -361,7 +361,7 @@ fn decode_hex_payload() {
     let out = decode(&["--hex"], &path);
     println!("{out}");
     assert!(out.contains("FPDU off=0 ulpdu_len=23 pad=3"));
-    assert!(out.contains("DDP T=0 L=1 DV=1 qn=0 msn=3 mo=0"));
+    assert!(out.contains("DDP T=0 L=1 DV=1 qn=0 msn=3 mo=0 RDMAP RV=1 op=SEND_INV"));
     assert!(out.contains("op=SEND_INV payload_len=5 inval_stag=0x0000abcd"));
     assert!(out.contains("CRC not-checked"));
     // Wrong mode flags produce a typed error.
@@ -374,7 +374,7 @@ fn decode_hex_payload() {
 fn decode_pcapng() {
     let path = write_capture_fmt(1, false, false, true);
     let out = decode(&[], &path);
-    assert!(out.contains("MPA-REQ rev=2"));
+    assert!(out.contains("MPA Request rev=2"));
     assert_eq!(out.matches("CRC ok").count(), 5);
     assert!(!out.contains("ERROR"));
     std::fs::remove_file(path).ok();
