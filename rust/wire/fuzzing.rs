@@ -22,6 +22,7 @@ struct CheckSink {
     next_off: u32,
     in_seg: bool,
     events: u64,
+    ulpdu_len: u16,
 }
 
 impl CheckSink {
@@ -34,6 +35,7 @@ impl CheckSink {
 impl RxSink for CheckSink {
     fn on_fpdu_start(&mut self, info: &FpduInfo) -> Result<(), ProtocolError> {
         assert!(!self.in_seg, "FPDU started inside a segment");
+        self.ulpdu_len = info.ulpdu_len;
         self.mix(1, &info.ulpdu_len.to_be_bytes());
         Ok(())
     }
@@ -63,9 +65,13 @@ impl RxSink for CheckSink {
         self.digest = crc32c_raw(self.digest, data);
         Ok(())
     }
-    fn on_fpdu_end(&mut self, verdict: CrcVerdict) -> Result<(), ProtocolError> {
+    fn on_fpdu_end(&mut self, h: &SegmentHeader, verdict: CrcVerdict) -> Result<(), ProtocolError> {
         assert!(self.in_seg);
         assert_eq!(self.next_off, self.payload_len, "payload incomplete");
+        assert_eq!(
+            h.len() + self.payload_len as usize,
+            usize::from(self.ulpdu_len)
+        );
         self.in_seg = false;
         let v = match verdict {
             CrcVerdict::Ok => 0u8,

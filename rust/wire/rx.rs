@@ -91,9 +91,15 @@ pub trait RxSink {
     ) -> Result<(), ProtocolError>;
     /// Payload octets `offset..offset + data.len()` of the current segment.
     fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError>;
-    /// The FPDU is complete. On [`CrcVerdict::Mismatch`] the deframer fails
-    /// with [`LlpError::CrcMismatch`] after this call.
-    fn on_fpdu_end(&mut self, verdict: CrcVerdict) -> Result<(), ProtocolError>;
+    /// The FPDU carrying `hdr` is complete. Complete a message here when
+    /// `hdr.ctrl.last` is set and the verdict is not a mismatch. On
+    /// [`CrcVerdict::Mismatch`] the deframer fails with
+    /// [`LlpError::CrcMismatch`] after this call.
+    fn on_fpdu_end(
+        &mut self,
+        hdr: &SegmentHeader,
+        verdict: CrcVerdict,
+    ) -> Result<(), ProtocolError>;
     /// A marker at stream offset `off` was received and checked.
     fn on_marker(&mut self, _off: u32, _m: Marker) {}
 }
@@ -135,6 +141,7 @@ pub struct Deframer<C: Crc32c> {
     mk_leading: bool,
     failed: Option<ProtocolError>,
     fpdus: u64,
+    hdr: Option<SegmentHeader>,
 }
 
 impl<C: Crc32c> Deframer<C> {
@@ -168,6 +175,7 @@ impl<C: Crc32c> Deframer<C> {
             mk_leading: false,
             failed: None,
             fpdus: 0,
+            hdr: None,
         }
     }
 
@@ -184,6 +192,12 @@ impl<C: Crc32c> Deframer<C> {
     /// The error that stopped the deframer, if any.
     pub fn error(&self) -> Option<ProtocolError> {
         self.failed
+    }
+
+    /// The header of the segment being received (after
+    /// [`RxSink::on_header`], until the FPDU ends).
+    pub fn current_header(&self) -> Option<&SegmentHeader> {
+        self.hdr.as_ref()
     }
 
     /// Number of FPDUs completed.
@@ -379,6 +393,7 @@ impl<C: Crc32c> Deframer<C> {
         self.payload_len = plen as u32;
         self.payload_done = 0;
         sink.on_header(&hdr, raw, plen as u16)?;
+        self.hdr = Some(hdr);
         self.after_payload_check();
         Ok(n)
     }
@@ -448,7 +463,9 @@ impl<C: Crc32c> Deframer<C> {
                 received,
             }
         };
-        sink.on_fpdu_end(verdict)?;
+        if let Some(h) = self.hdr.take() {
+            sink.on_fpdu_end(&h, verdict)?;
+        }
         if let CrcVerdict::Mismatch { computed, received } = verdict {
             return Err(LlpError::CrcMismatch { computed, received }.into());
         }

@@ -39,7 +39,7 @@ impl RxSink for Sink {
     fn on_payload(&mut self, _o: u32, _d: &[u8]) -> Result<(), ProtocolError> {
         Ok(())
     }
-    fn on_fpdu_end(&mut self, v: CrcVerdict) -> Result<(), ProtocolError> {
+    fn on_fpdu_end(&mut self, _h: &SegmentHeader, v: CrcVerdict) -> Result<(), ProtocolError> {
         self.verdicts.push(v);
         Ok(())
     }

@@ -43,8 +43,10 @@ impl RxSink for Collect {
         s.payload.extend_from_slice(data);
         Ok(())
     }
-    fn on_fpdu_end(&mut self, v: CrcVerdict) -> Result<(), ProtocolError> {
-        self.segs.last_mut().unwrap().verdict = Some(v);
+    fn on_fpdu_end(&mut self, h: &SegmentHeader, v: CrcVerdict) -> Result<(), ProtocolError> {
+        let s = self.segs.last_mut().unwrap();
+        assert_eq!(&s.hdr, h);
+        s.verdict = Some(v);
         Ok(())
     }
     fn on_marker(&mut self, off: u32, m: Marker) {

@@ -104,7 +104,7 @@ impl RxSink for Printer<'_> {
         Ok(())
     }
 
-    fn on_fpdu_end(&mut self, v: CrcVerdict) -> Result<(), ProtocolError> {
+    fn on_fpdu_end(&mut self, _h: &SegmentHeader, v: CrcVerdict) -> Result<(), ProtocolError> {
         if let Some((t, p)) = self.term.take() {
             match parse_term_copy(&t, &p) {
                 Ok(Some(c)) => self.line(&format!(
