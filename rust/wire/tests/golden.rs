@@ -535,3 +535,22 @@ fn term_code_registry_table() {
         None
     );
 }
+
+#[test]
+fn siw_fpdu_sizing_matches() {
+    // siw_prepare_fpdu: data_len = tcp_seglen - (hdr_len incl. mpa_len + CRC),
+    // tcp_seglen a multiple of 8; the FPDU fills the segment exactly.
+    for seglen in [1448u32, 1456, 8960, 65528 & !7] {
+        for (hl, siw_hdr) in [(14usize, 16u32), (18, 20)] {
+            let b = rsiw_wire::tx::TxBatch::new(CRC, 0, seglen);
+            let siw_data = seglen - (siw_hdr + 4);
+            let ours = b.max_payload(hl).unwrap().min(65535 - hl as u32);
+            if siw_data + hl as u32 <= 65535 {
+                assert_eq!(ours, siw_data, "seglen {seglen} hdr {hl}");
+                let p = FpduPlan::new(CRC, 0, hl, ours).unwrap();
+                assert_eq!(p.wire_len(), seglen);
+                assert_eq!(p.pad_len(), 0);
+            }
+        }
+    }
+}
