@@ -7,13 +7,28 @@
 #define RSIW_GLUE_H
 
 #include <linux/netdevice.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 bool rsiw_netif_up(const struct net_device *ndev);
 void rsiw_dev_put(struct net_device *ndev);
 bool rsiw_ib_device_try_get(struct ib_device *ibdev);
 struct net_device *rsiw_netdev_notifier_dev(void *info);
 void rsiw_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
+unsigned long rsiw_spin_lock_irqsave(spinlock_t *lock);
+void rsiw_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+struct ib_udata *rsiw_bundle_udata(struct uverbs_attr_bundle *attrs);
+struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
+void rsiw_xa_init_alloc1(struct xarray *xa);
+int rsiw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 max,
+			 u32 *next);
+void *rsiw_xa_erase(struct xarray *xa, unsigned long index);
+void rsiw_xa_lock(struct xarray *xa);
+void rsiw_xa_unlock(struct xarray *xa);
+size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
+void *rsiw_page_address(struct page *page);
 bool rsiw_mpa_crc_required(void);
 bool rsiw_mpa_markers_wanted(void);
 

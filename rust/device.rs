@@ -7,10 +7,13 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, str::CStr};
 
+use crate::kif::xarray::XArray;
 use crate::kif::{
     ib::{self, DeviceRef, DeviceSetup, PortEvent},
     net::{LinkDriver, NetDev, NetdevEvent},
 };
+use crate::mem::Mem;
+use crate::qp::Qp;
 use crate::verbs::Rsiw;
 
 /// Vendor id reported to user space: the same as upstream siw (ASCII "bmt"),
@@ -52,6 +55,7 @@ pub mod limits {
 }
 
 /// Per-device state.
+#[pin_data]
 pub struct Device {
     /// Hardware address of the net device at creation (the GID).
     pub mac: [u8; 6],
@@ -61,6 +65,22 @@ pub struct Device {
     pub num_ctx: AtomicU32,
     /// Live protection domains.
     pub num_pd: AtomicU32,
+    /// Live completion queues.
+    pub num_cq: AtomicU32,
+    /// Live queue pairs.
+    pub num_qp: AtomicU32,
+    /// Live shared receive queues.
+    pub num_srq: AtomicU32,
+    /// Live memory regions.
+    pub num_mr: AtomicU32,
+    /// Source of protection domain ids.
+    pub next_pd_id: AtomicU32,
+    /// Queue pairs by QP number.
+    #[pin]
+    pub qp_xa: XArray<Qp>,
+    /// Memory objects by STag index.
+    #[pin]
+    pub mem_xa: XArray<Mem>,
 }
 
 /// The EUI-64 of a MAC address (RFC 4291 appendix A), as a GUID in network
@@ -126,12 +146,19 @@ impl LinkDriver for Link {
             let id = dev_id.to_be_bytes();
             [0x02, 0x72, id[0], id[1], id[2], id[3]]
         });
-        let dev = Device {
+        let dev = try_pin_init!(Device {
             mac,
             dev_id,
             num_ctx: AtomicU32::new(0),
             num_pd: AtomicU32::new(0),
-        };
+            num_cq: AtomicU32::new(0),
+            num_qp: AtomicU32::new(0),
+            num_srq: AtomicU32::new(0),
+            num_mr: AtomicU32::new(0),
+            next_pd_id: AtomicU32::new(1),
+            qp_xa <- XArray::new(),
+            mem_xa <- XArray::new(),
+        }? Error);
         let setup = DeviceSetup {
             ndev,
             name,

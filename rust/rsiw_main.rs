@@ -13,8 +13,13 @@
 
 use kernel::{c_str, prelude::*};
 
+pub mod cq;
 pub mod device;
 pub mod kif;
+pub mod mem;
+pub mod qp;
+pub mod qp_tx;
+pub mod srq;
 pub mod verbs;
 
 module! {

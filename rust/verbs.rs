@@ -5,12 +5,23 @@
 
 use kernel::prelude::*;
 
+use kernel::sync::Arc;
+
+use crate::cq::Cq;
 use crate::device::{count_down, count_up, limits, Device, VENDOR_ID};
 use crate::kif::{
-    ib::{DeviceCaps, Driver, Mtu, PortInfo},
+    ib::{
+        CreateCq, CreateQp, CreateSrq, DeviceCaps, Driver, Mtu, PortInfo, QpModify, QpQuery,
+        RegUserMr, SrqAttr,
+    },
     net::NetDev,
+    queue::Cqe,
     udata::Udata,
+    wr::{RecvWrs, SendWrs},
 };
+use crate::mem::{self, Mr};
+use crate::qp::Qp;
+use crate::srq::Srq;
 
 /// The rsiw driver as the RDMA core sees it.
 pub struct Rsiw;
@@ -19,7 +30,10 @@ pub struct Rsiw;
 pub struct Ucontext;
 
 /// A protection domain.
-pub struct Pd;
+pub struct Pd {
+    /// Id, unique per device (memory and QPs remember their PD by it).
+    pub id: u32,
+}
 
 /// `struct siw_uresp_alloc_ctx`: the device id and 4 octets of padding.
 fn alloc_ctx_resp(dev_id: u32) -> [u8; 8] {
@@ -88,10 +102,107 @@ impl Driver for Rsiw {
 
     fn alloc_pd(dev: &Device) -> Result<Pd> {
         count_up(&dev.num_pd, limits::MAX_PD)?;
-        Ok(Pd)
+        Ok(Pd {
+            id: dev
+                .next_pd_id
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+        })
     }
 
     fn dealloc_pd(dev: &Device, _pd: Pd) {
         count_down(&dev.num_pd);
+    }
+
+    type Cq = Cq;
+    type Qp = Qp;
+    type Srq = Srq;
+    type Mr = Mr;
+
+    fn create_cq(dev: &Device, args: CreateCq<'_>) -> Result<Arc<Cq>> {
+        Cq::create(dev, args)
+    }
+
+    fn destroy_cq(dev: &Device, cq: Arc<Cq>) {
+        cq.destroy(dev);
+    }
+
+    fn poll_cq(cq: &Cq, max: usize, f: &mut dyn FnMut(&Cqe)) {
+        cq.poll(max, f)
+    }
+
+    fn req_notify_cq(cq: &Cq, solicited_only: bool, report_missed: bool) -> u32 {
+        cq.arm(solicited_only, report_missed)
+    }
+
+    fn create_qp(dev: &Device, args: CreateQp<'_, Self>) -> Result<(Arc<Qp>, u32)> {
+        Qp::create(dev, args)
+    }
+
+    fn modify_qp(qp: &Arc<Qp>, m: &QpModify) -> Result {
+        qp.modify(m)
+    }
+
+    fn query_qp(qp: &Qp, ndev: &NetDev<'_>) -> QpQuery {
+        qp.query(ndev)
+    }
+
+    fn destroy_qp(dev: &Device, qp: Arc<Qp>) {
+        qp.destroy(dev)
+    }
+
+    fn post_send(qp: &Arc<Qp>, wrs: &mut SendWrs<'_>) -> Result {
+        qp.post_send(wrs)
+    }
+
+    fn post_recv(qp: &Qp, wrs: &mut RecvWrs<'_>) -> Result {
+        qp.post_recv(wrs)
+    }
+
+    fn create_srq(dev: &Device, args: CreateSrq<'_, Self>) -> Result<Arc<Srq>> {
+        Srq::create(dev, args)
+    }
+
+    fn modify_srq(srq: &Srq, max_wr: Option<u32>, limit: Option<u32>) -> Result {
+        srq.modify(max_wr, limit)
+    }
+
+    fn query_srq(srq: &Srq) -> SrqAttr {
+        srq.query()
+    }
+
+    fn destroy_srq(dev: &Device, srq: Arc<Srq>) {
+        srq.destroy(dev)
+    }
+
+    fn post_srq_recv(srq: &Srq, wrs: &mut RecvWrs<'_>) -> Result {
+        srq.post(wrs)
+    }
+
+    fn reg_user_mr(dev: &Device, args: RegUserMr<'_, Self>) -> Result<(Mr, u32)> {
+        mem::reg_user_mr(dev, args)
+    }
+
+    fn get_dma_mr(dev: &Device, pd: &Pd, access: u32) -> Result<(Mr, u32)> {
+        mem::get_dma_mr(dev, pd, access)
+    }
+
+    fn alloc_mr(dev: &Device, pd: &Pd, max_pages: u32) -> Result<(Mr, u32)> {
+        mem::alloc_mr(dev, pd, max_pages)
+    }
+
+    fn map_mr_begin(mr: &Mr) -> Result {
+        mr.map_begin()
+    }
+
+    fn map_mr_page(mr: &Mr, addr: u64) -> Result {
+        mr.map_page(addr)
+    }
+
+    fn map_mr_end(mr: &Mr, iova: u64, length: u64, page_size: u32) {
+        mr.map_end(iova, length, page_size)
+    }
+
+    fn dereg_mr(dev: &Device, mr: Mr) -> Result {
+        mem::dereg_mr(dev, mr)
     }
 }

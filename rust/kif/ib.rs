@@ -21,10 +21,16 @@ use kernel::{
     sync::{CondVar, Mutex},
 };
 
+use kernel::sync::Arc;
+
 use super::{
     glue,
+    handle::{CqHandle, QpHandle, SrqHandle},
+    mem::Pinner,
     net::{NetDev, NetDevRef},
+    queue::{Cqe, UserCtx},
     udata::Udata,
+    wr::{RecvWrs, SendWrs},
 };
 
 /// The RDMA driver id the stock user-space provider (libsiw) binds to.
@@ -165,6 +171,248 @@ pub trait Driver: 'static + Sized {
     fn alloc_pd(dev: &Self::Device) -> Result<Self::Pd>;
     /// Releases a protection domain.
     fn dealloc_pd(dev: &Self::Device, pd: Self::Pd);
+
+    /// Per-CQ driver state.
+    type Cq: Send + Sync;
+    /// Per-QP driver state.
+    type Qp: Send + Sync;
+    /// Per-SRQ driver state.
+    type Srq: Send + Sync;
+    /// Per-MR driver state.
+    type Mr: Send + Sync;
+
+    /// A new completion queue.
+    fn create_cq(dev: &Self::Device, args: CreateCq<'_>) -> Result<Arc<Self::Cq>>;
+    /// Destroys a completion queue (no QP uses it any more).
+    fn destroy_cq(dev: &Self::Device, cq: Arc<Self::Cq>);
+    /// Reaps up to `max` completions of a kernel CQ, in order, into `f`.
+    fn poll_cq(cq: &Self::Cq, max: usize, f: &mut dyn FnMut(&Cqe));
+    /// Arms a kernel CQ; returns the number of unreaped completions when
+    /// `report_missed`.
+    fn req_notify_cq(cq: &Self::Cq, solicited_only: bool, report_missed: bool) -> u32;
+
+    /// A new queue pair; returns it and its QP number.
+    fn create_qp(dev: &Self::Device, args: CreateQp<'_, Self>) -> Result<(Arc<Self::Qp>, u32)>;
+    /// Modifies a QP.
+    fn modify_qp(qp: &Arc<Self::Qp>, m: &QpModify) -> Result;
+    /// Queries a QP.
+    fn query_qp(qp: &Self::Qp, ndev: &NetDev<'_>) -> QpQuery;
+    /// Destroys a QP.
+    fn destroy_qp(dev: &Self::Device, qp: Arc<Self::Qp>);
+    /// Posts send work requests (an empty list is the user-space doorbell).
+    fn post_send(qp: &Arc<Self::Qp>, wrs: &mut SendWrs<'_>) -> Result;
+    /// Posts receive work requests of a kernel consumer.
+    fn post_recv(qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
+
+    /// A new shared receive queue.
+    fn create_srq(dev: &Self::Device, args: CreateSrq<'_, Self>) -> Result<Arc<Self::Srq>>;
+    /// Modifies an SRQ: new size and/or limit.
+    fn modify_srq(srq: &Self::Srq, max_wr: Option<u32>, limit: Option<u32>) -> Result;
+    /// Queries an SRQ.
+    fn query_srq(srq: &Self::Srq) -> SrqAttr;
+    /// Destroys an SRQ.
+    fn destroy_srq(dev: &Self::Device, srq: Arc<Self::Srq>);
+    /// Posts receive work requests to a kernel SRQ.
+    fn post_srq_recv(srq: &Self::Srq, wrs: &mut RecvWrs<'_>) -> Result;
+
+    /// Registers user memory; returns the MR and its STag.
+    fn reg_user_mr(dev: &Self::Device, args: RegUserMr<'_, Self>) -> Result<(Self::Mr, u32)>;
+    /// A DMA MR covering all memory of a kernel consumer.
+    fn get_dma_mr(dev: &Self::Device, pd: &Self::Pd, access: u32) -> Result<(Self::Mr, u32)>;
+    /// A fast-registration MR of up to `max_pages` pages.
+    fn alloc_mr(dev: &Self::Device, pd: &Self::Pd, max_pages: u32) -> Result<(Self::Mr, u32)>;
+    /// Starts mapping pages into a fast-registration MR.
+    fn map_mr_begin(mr: &Self::Mr) -> Result;
+    /// Adds one page (DMA address) to the MR's page list.
+    fn map_mr_page(mr: &Self::Mr, addr: u64) -> Result;
+    /// Ends mapping: the MR covers `length` octets at `iova`.
+    fn map_mr_end(mr: &Self::Mr, iova: u64, length: u64, page_size: u32);
+    /// Deregisters an MR.
+    fn dereg_mr(dev: &Self::Device, mr: Self::Mr) -> Result;
+}
+
+/// Arguments of `create_cq`.
+pub struct CreateCq<'a> {
+    /// The core CQ, for notifications.
+    pub handle: CqHandle,
+    /// Requested number of entries.
+    pub cqe: u32,
+    /// Creation flags (none supported).
+    pub flags: u32,
+    /// The user context to map the ring into (user CQs).
+    pub user: Option<UserCtx>,
+    /// The response channel.
+    pub udata: Udata<'a>,
+}
+
+/// QP creation attributes.
+#[derive(Clone, Copy, Debug)]
+pub struct QpInit {
+    /// Send work requests.
+    pub max_send_wr: u32,
+    /// Receive work requests.
+    pub max_recv_wr: u32,
+    /// SGEs per send work request.
+    pub max_send_sge: u32,
+    /// SGEs per receive work request.
+    pub max_recv_sge: u32,
+    /// Inline octets.
+    pub max_inline: u32,
+    /// The QP is of type RC.
+    pub rc: bool,
+    /// Every send work request completes (`IB_SIGNAL_ALL_WR`).
+    pub sig_all: bool,
+    /// The signal type was neither ALL nor REQ.
+    pub bad_sig_type: bool,
+    /// Creation flags.
+    pub create_flags: u32,
+}
+
+/// Arguments of `create_qp`.
+pub struct CreateQp<'a, T: Driver> {
+    /// The core QP, for events and completion tokens.
+    pub handle: QpHandle,
+    /// The protection domain.
+    pub pd: &'a T::Pd,
+    /// The send CQ.
+    pub send_cq: Option<&'a Arc<T::Cq>>,
+    /// The receive CQ.
+    pub recv_cq: Option<&'a Arc<T::Cq>>,
+    /// The SRQ, if any.
+    pub srq: Option<&'a Arc<T::Srq>>,
+    /// Attributes.
+    pub init: QpInit,
+    /// The user context (user QPs).
+    pub user: Option<UserCtx>,
+    /// The response channel.
+    pub udata: Udata<'a>,
+}
+
+/// IB QP states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IbQpState {
+    /// Reset.
+    Reset,
+    /// Initialised.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drain.
+    Sqd,
+    /// Send queue error.
+    Sqe,
+    /// Error.
+    Err,
+}
+
+impl IbQpState {
+    fn from_raw(v: bindings::ib_qp_state) -> Option<Self> {
+        Some(match v {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+
+    fn raw(self) -> bindings::ib_qp_state {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// A `modify_qp` request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpModify {
+    /// New state.
+    pub state: Option<IbQpState>,
+    /// New access flags (IB_ACCESS_*).
+    pub access: Option<u32>,
+    /// Attribute bits outside the standard set were given.
+    pub nonstandard: bool,
+}
+
+/// `query_qp` results.
+#[derive(Clone, Copy, Debug)]
+pub struct QpQuery {
+    /// Current state.
+    pub state: IbQpState,
+    /// Send queue size.
+    pub max_send_wr: u32,
+    /// Receive queue size.
+    pub max_recv_wr: u32,
+    /// Send SGEs.
+    pub max_send_sge: u32,
+    /// Receive SGEs.
+    pub max_recv_sge: u32,
+    /// Inline octets.
+    pub max_inline: u32,
+    /// Path MTU.
+    pub path_mtu: Mtu,
+    /// Outbound RDMA Reads (ORD).
+    pub max_rd_atomic: u8,
+    /// Inbound RDMA Reads (IRD).
+    pub max_dest_rd_atomic: u8,
+    /// IB access flags.
+    pub access: u32,
+}
+
+/// SRQ attributes.
+#[derive(Clone, Copy, Debug)]
+pub struct SrqAttr {
+    /// Work requests.
+    pub max_wr: u32,
+    /// SGEs per work request.
+    pub max_sge: u32,
+    /// Limit for the limit event (0: disarmed).
+    pub limit: u32,
+}
+
+/// Arguments of `create_srq`.
+pub struct CreateSrq<'a, T: Driver> {
+    /// The core SRQ, for the limit event.
+    pub handle: SrqHandle,
+    /// The protection domain.
+    pub pd: &'a T::Pd,
+    /// Attributes.
+    pub attr: SrqAttr,
+    /// The SRQ is of the basic type.
+    pub basic: bool,
+    /// The user context (user SRQs).
+    pub user: Option<UserCtx>,
+    /// The response channel.
+    pub udata: Udata<'a>,
+}
+
+/// Arguments of `reg_user_mr`.
+pub struct RegUserMr<'a, T: Driver> {
+    /// The protection domain.
+    pub pd: &'a T::Pd,
+    /// Pins the memory.
+    pub pinner: Pinner,
+    /// User address.
+    pub start: u64,
+    /// Length.
+    pub len: u64,
+    /// Address the peer uses (IOVA).
+    pub iova: u64,
+    /// IB access flags.
+    pub access: u32,
+    /// The request and response channel.
+    pub udata: Udata<'a>,
 }
 
 /// An `ib_device` allocated by the RDMA core with the driver state after it.
@@ -390,7 +638,10 @@ pub struct DeviceSetup<'a> {
 }
 
 /// Allocates, sets up and registers a device of driver `T` with state `drv`.
-pub fn register_device<T: Driver>(setup: DeviceSetup<'_>, drv: T::Device) -> Result {
+pub fn register_device<T: Driver>(
+    setup: DeviceSetup<'_>,
+    drv: impl PinInit<T::Device, Error>,
+) -> Result {
     let reg = Registry::get().ok_or(ENODEV)?;
     // SAFETY: plain allocation; the core zeroes and initialises the
     // `ib_device` at the head of a `DeviceObj<T>` sized block.
@@ -400,8 +651,12 @@ pub fn register_device<T: Driver>(setup: DeviceSetup<'_>, drv: T::Device) -> Res
     }
     let obj = dev_obj::<T>(ib);
     // SAFETY: `obj` is a fresh, exclusively owned allocation of the right
-    // size; `drv` is uninitialised memory we fill exactly once.
-    unsafe { addr_of_mut!((*obj).drv).write(drv) };
+    // size that never moves until freed; `drv` is initialised in place once.
+    if let Err(e) = unsafe { drv.__pinned_init(addr_of_mut!((*obj).drv)) } {
+        // SAFETY: never registered, `drv` not initialised.
+        unsafe { bindings::ib_dealloc_device(ib) };
+        return Err(e);
+    }
 
     let ops = ops::<T>();
     // SAFETY: `ib` is exclusively ours until registration; every field set
@@ -717,162 +972,9 @@ unsafe extern "C" fn dealloc_pd<T: Driver>(
     0
 }
 
-// Verbs the data path issues will fill in; until then they refuse.
-/// RDMA core entry point `create_qp_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn create_qp_unsupported(
-    _qp: *mut bindings::ib_qp,
-    _attr: *mut bindings::ib_qp_init_attr,
-    _udata: *mut bindings::ib_udata,
-) -> kernel::ffi::c_int {
-    super::eopnotsupp().to_errno()
-}
-/// RDMA core entry point `modify_qp_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn modify_qp_unsupported(
-    _qp: *mut bindings::ib_qp,
-    _attr: *mut bindings::ib_qp_attr,
-    _mask: kernel::ffi::c_int,
-    _udata: *mut bindings::ib_udata,
-) -> kernel::ffi::c_int {
-    super::eopnotsupp().to_errno()
-}
-/// RDMA core entry point `destroy_qp_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn destroy_qp_unsupported(
-    _qp: *mut bindings::ib_qp,
-    _udata: *mut bindings::ib_udata,
-) -> kernel::ffi::c_int {
-    0
-}
-/// RDMA core entry point `post_send_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn post_send_unsupported(
-    _qp: *mut bindings::ib_qp,
-    _wr: *const bindings::ib_send_wr,
-    _bad: *mut *const bindings::ib_send_wr,
-) -> kernel::ffi::c_int {
-    super::eopnotsupp().to_errno()
-}
-/// RDMA core entry point `post_recv_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn post_recv_unsupported(
-    _qp: *mut bindings::ib_qp,
-    _wr: *const bindings::ib_recv_wr,
-    _bad: *mut *const bindings::ib_recv_wr,
-) -> kernel::ffi::c_int {
-    super::eopnotsupp().to_errno()
-}
-/// RDMA core entry point `create_cq_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn create_cq_unsupported(
-    _cq: *mut bindings::ib_cq,
-    _attr: *const bindings::ib_cq_init_attr,
-    _attrs: *mut bindings::uverbs_attr_bundle,
-) -> kernel::ffi::c_int {
-    super::eopnotsupp().to_errno()
-}
-/// RDMA core entry point `destroy_cq_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn destroy_cq_unsupported(
-    _cq: *mut bindings::ib_cq,
-    _udata: *mut bindings::ib_udata,
-) -> kernel::ffi::c_int {
-    0
-}
-/// RDMA core entry point `poll_cq_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn poll_cq_unsupported(
-    _cq: *mut bindings::ib_cq,
-    _n: kernel::ffi::c_int,
-    _wc: *mut bindings::ib_wc,
-) -> kernel::ffi::c_int {
-    0
-}
-/// RDMA core entry point `req_notify_cq_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn req_notify_cq_unsupported(
-    _cq: *mut bindings::ib_cq,
-    _flags: bindings::ib_cq_notify_flags,
-) -> kernel::ffi::c_int {
-    super::eopnotsupp().to_errno()
-}
-/// RDMA core entry point `get_dma_mr_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn get_dma_mr_unsupported(
-    _pd: *mut bindings::ib_pd,
-    _acc: kernel::ffi::c_int,
-) -> *mut bindings::ib_mr {
-    super::eopnotsupp().to_ptr()
-}
-/// RDMA core entry point `reg_user_mr_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn reg_user_mr_unsupported(
-    _pd: *mut bindings::ib_pd,
-    _start: u64,
-    _len: u64,
-    _va: u64,
-    _acc: kernel::ffi::c_int,
-    _udata: *mut bindings::ib_udata,
-) -> *mut bindings::ib_mr {
-    super::eopnotsupp().to_ptr()
-}
-/// RDMA core entry point `dereg_mr_unsupported`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by [`register_device`].
-unsafe extern "C" fn dereg_mr_unsupported(
-    _mr: *mut bindings::ib_mr,
-    _udata: *mut bindings::ib_udata,
-) -> kernel::ffi::c_int {
-    0
-}
+mod objects;
+pub use objects::with_mr;
+use objects::*;
 
 /// The operations table of driver `T`, owned by this module.
 fn ops<T: Driver>() -> bindings::ib_device_ops {
@@ -889,22 +991,33 @@ fn ops<T: Driver>() -> bindings::ib_device_ops {
         dealloc_ucontext: Some(dealloc_ucontext::<T>),
         alloc_pd: Some(alloc_pd::<T>),
         dealloc_pd: Some(dealloc_pd::<T>),
-        create_qp: Some(create_qp_unsupported),
-        modify_qp: Some(modify_qp_unsupported),
-        destroy_qp: Some(destroy_qp_unsupported),
-        post_send: Some(post_send_unsupported),
-        post_recv: Some(post_recv_unsupported),
-        create_cq: Some(create_cq_unsupported),
-        destroy_cq: Some(destroy_cq_unsupported),
-        poll_cq: Some(poll_cq_unsupported),
-        req_notify_cq: Some(req_notify_cq_unsupported),
-        get_dma_mr: Some(get_dma_mr_unsupported),
-        reg_user_mr: Some(reg_user_mr_unsupported),
-        dereg_mr: Some(dereg_mr_unsupported),
+        create_cq: Some(create_cq::<T>),
+        destroy_cq: Some(destroy_cq::<T>),
+        poll_cq: Some(poll_cq::<T>),
+        req_notify_cq: Some(req_notify_cq::<T>),
+        create_qp: Some(create_qp::<T>),
+        modify_qp: Some(modify_qp::<T>),
+        query_qp: Some(query_qp::<T>),
+        destroy_qp: Some(destroy_qp::<T>),
+        post_send: Some(post_send::<T>),
+        post_recv: Some(post_recv::<T>),
+        create_srq: Some(create_srq::<T>),
+        modify_srq: Some(modify_srq::<T>),
+        query_srq: Some(query_srq::<T>),
+        destroy_srq: Some(destroy_srq::<T>),
+        post_srq_recv: Some(post_srq_recv::<T>),
+        reg_user_mr: Some(reg_user_mr::<T>),
+        get_dma_mr: Some(get_dma_mr::<T>),
+        alloc_mr: Some(alloc_mr::<T>),
+        map_mr_sg: Some(map_mr_sg::<T>),
+        dereg_mr: Some(dereg_mr::<T>),
+        mmap: Some(super::queue::mmap),
+        mmap_free: Some(super::queue::mmap_free),
         size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),
         size_ib_pd: size_of::<Obj<bindings::ib_pd, T::Pd>>(),
-        size_ib_qp: size_of::<bindings::ib_qp>(),
-        size_ib_cq: size_of::<bindings::ib_cq>(),
+        size_ib_qp: size_of::<Obj<bindings::ib_qp, QpSlot<T>>>(),
+        size_ib_cq: size_of::<Obj<bindings::ib_cq, CqSlot<T>>>(),
+        size_ib_srq: size_of::<Obj<bindings::ib_srq, SrqSlot<T>>>(),
         ..Default::default()
     }
 }

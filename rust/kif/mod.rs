@@ -5,13 +5,37 @@
 //! Each submodule wraps one kernel facility in a safe type. The driver above
 //! only sees these types, never `kernel::bindings`.
 
+pub mod handle;
 pub mod ib;
+pub mod mem;
 pub mod net;
+pub mod queue;
+pub mod sync;
 pub mod udata;
+pub mod wr;
+pub mod xarray;
 
 /// `EOPNOTSUPP`, which the 6.12 `kernel` crate does not name.
 pub fn eopnotsupp() -> kernel::error::Error {
     kernel::error::Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
+}
+
+/// `ENOTCONN`, which the 6.12 `kernel` crate does not name.
+pub fn enotconn() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::ENOTCONN as i32))
+}
+
+/// `ECONNABORTED`, which the 6.12 `kernel` crate does not name.
+pub fn econnaborted() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::ECONNABORTED as i32))
+}
+
+/// A random 32-bit number from the kernel's CRNG.
+pub fn random_u32() -> u32 {
+    let mut v = 0u32;
+    // SAFETY: `v` is valid for writes of 4 octets.
+    unsafe { kernel::bindings::get_random_bytes(core::ptr::from_mut(&mut v).cast(), 4) };
+    v
 }
 
 /// Out-of-line C wrappers for static inline kernel helpers (see
@@ -31,6 +55,39 @@ mod glue {
             info: *mut kernel::ffi::c_void,
         ) -> *mut bindings::net_device;
         pub(crate) fn rsiw_ib_mark_name_assigned_by_user(ibdev: *mut bindings::ib_device);
+        pub(crate) fn rsiw_spin_lock_irqsave(
+            lock: *mut bindings::spinlock_t,
+        ) -> kernel::ffi::c_ulong;
+        pub(crate) fn rsiw_spin_unlock_irqrestore(
+            lock: *mut bindings::spinlock_t,
+            flags: kernel::ffi::c_ulong,
+        );
+        pub(crate) fn rsiw_bundle_udata(
+            attrs: *mut bindings::uverbs_attr_bundle,
+        ) -> *mut bindings::ib_udata;
+        pub(crate) fn rsiw_udata_ucontext(
+            udata: *mut bindings::ib_udata,
+        ) -> *mut bindings::ib_ucontext;
+        pub(crate) fn rsiw_xa_init_alloc1(xa: *mut bindings::xarray);
+        pub(crate) fn rsiw_xa_alloc_cyclic(
+            xa: *mut bindings::xarray,
+            id: *mut u32,
+            entry: *mut kernel::ffi::c_void,
+            max: u32,
+            next: *mut u32,
+        ) -> kernel::ffi::c_int;
+        pub(crate) fn rsiw_xa_erase(
+            xa: *mut bindings::xarray,
+            index: kernel::ffi::c_ulong,
+        ) -> *mut kernel::ffi::c_void;
+        pub(crate) fn rsiw_xa_lock(xa: *mut bindings::xarray);
+        pub(crate) fn rsiw_xa_unlock(xa: *mut bindings::xarray);
+        pub(crate) fn rsiw_umem_pages(
+            umem: *mut bindings::ib_umem,
+            pages: *mut *mut bindings::page,
+            max: usize,
+        ) -> usize;
+        pub(crate) fn rsiw_page_address(page: *mut bindings::page) -> *mut kernel::ffi::c_void;
         pub(crate) fn rsiw_mpa_crc_required() -> bool;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
     }

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: the shared `siw_cqe` ring, completion insertion with
+//! the solicited/next-completion notification rules, and kernel polling.
+
+use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+
+use crate::device::{count_down, count_up, limits, Device};
+use crate::kif::{
+    handle::CqHandle,
+    ib::CreateCq,
+    queue::{Cqe, Ring, UserMapping, CQ_TRAILER},
+    sync::SpinLockIrq,
+};
+
+/// Notification bits of the shared control word (`enum siw_notify_flags`).
+pub mod notify {
+    /// Notify on the next solicited completion.
+    pub const SOLICITED: u32 = 1;
+    /// Notify on the next completion.
+    pub const NEXT: u32 = 2;
+}
+
+/// `SIW_WQE_VALID` of a CQE.
+const CQE_VALID: u8 = 1;
+/// `SIW_WQE_SOLICITED`.
+pub const WQE_SOLICITED: u16 = 1 << 3;
+
+/// Producer and consumer positions.
+struct Pos {
+    put: u32,
+    get: u32,
+}
+
+/// A completion queue.
+#[pin_data]
+pub struct Cq {
+    /// Random id reported to user space.
+    pub id: u32,
+    ring: Ring<Cqe>,
+    kernel: bool,
+    #[pin]
+    pos: SpinLockIrq<Pos>,
+    handle: CqHandle,
+    #[pin]
+    mapping: Mutex<Option<UserMapping>>,
+}
+
+/// `struct siw_uresp_create_cq`.
+fn create_resp(id: u32, n: u32, key: u64) -> [u8; 16] {
+    let mut r = [0u8; 16];
+    r[..4].copy_from_slice(&id.to_ne_bytes());
+    r[4..8].copy_from_slice(&n.to_ne_bytes());
+    r[8..].copy_from_slice(&key.to_ne_bytes());
+    r
+}
+
+impl Cq {
+    /// Creates a CQ of at least `args.cqe` entries.
+    pub fn create(dev: &Device, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
+        if args.flags != 0 {
+            return Err(crate::kif::eopnotsupp());
+        }
+        count_up(&dev.num_cq, limits::MAX_CQ)?;
+        let r = Self::build(&mut args);
+        if r.is_err() {
+            count_down(&dev.num_cq);
+        }
+        r
+    }
+
+    fn build(args: &mut CreateCq<'_>) -> Result<Arc<Self>> {
+        if args.cqe < 1 || args.cqe > limits::MAX_CQE {
+            return Err(EINVAL);
+        }
+        let user = args.user.is_some();
+        let ring = Ring::<Cqe>::new(args.cqe, CQ_TRAILER, user)?;
+        let id = crate::kif::random_u32();
+        let mapping = match &args.user {
+            Some(u) => {
+                let (m, key) = u.map(ring.mem())?;
+                args.udata.respond(&create_resp(id, ring.len(), key))?;
+                Some(m)
+            }
+            None => None,
+        };
+        Arc::pin_init(
+            pin_init!(Self {
+                id,
+                ring,
+                kernel: !user,
+                pos <- crate::new_spinlock_irq!(Pos { put: 0, get: 0 }),
+                handle: args.handle.clone(),
+                mapping <- new_mutex!(mapping),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Whether the CQ belongs to a kernel consumer.
+    pub fn is_kernel(&self) -> bool {
+        self.kernel
+    }
+
+    /// Inserts a completion. `wqe_flags` are the flags of the work queue
+    /// element (for the solicited rule). Fails with `ENOMEM` on overflow,
+    /// which is also reported as a CQ error event.
+    pub fn push(&self, cqe: &Cqe, wqe_flags: u16) -> Result {
+        let notify_now = {
+            let mut p = self.pos.lock();
+            let i = p.put;
+            if self.ring.flags(i) & CQE_VALID != 0 {
+                drop(p);
+                self.handle.error();
+                return Err(ENOMEM);
+            }
+            self.ring.write(i, cqe);
+            self.ring.set_flags(i, CQE_VALID | cqe.flags);
+            p.put = p.put.wrapping_add(1);
+            let armed = self
+                .ring
+                .notify()
+                .load(core::sync::atomic::Ordering::Acquire);
+            let now = armed & notify::NEXT != 0
+                || (armed & notify::SOLICITED != 0 && wqe_flags & WQE_SOLICITED != 0);
+            if now {
+                self.ring
+                    .notify()
+                    .store(0, core::sync::atomic::Ordering::Release);
+            }
+            now
+        };
+        if notify_now {
+            self.handle.notify();
+        }
+        Ok(())
+    }
+
+    /// Reaps up to `max` completions (kernel CQs).
+    pub fn poll(&self, max: usize, f: &mut dyn FnMut(&Cqe)) {
+        let mut p = self.pos.lock();
+        for _ in 0..max {
+            let i = p.get;
+            if self.ring.flags(i) & CQE_VALID == 0 {
+                break;
+            }
+            let mut c = self.ring.read(i);
+            c.flags = self.ring.flags(i);
+            self.ring.set_flags(i, 0);
+            p.get = p.get.wrapping_add(1);
+            f(&c);
+        }
+    }
+
+    /// Arms the CQ for the next (solicited) completion; returns the number
+    /// of unreaped completions when asked.
+    pub fn arm(&self, solicited_only: bool, report_missed: bool) -> u32 {
+        let v = if solicited_only {
+            notify::SOLICITED
+        } else {
+            notify::SOLICITED | notify::NEXT
+        };
+        self.ring
+            .notify()
+            .store(v, core::sync::atomic::Ordering::SeqCst);
+        if report_missed {
+            let p = self.pos.lock();
+            p.put.wrapping_sub(p.get)
+        } else {
+            0
+        }
+    }
+
+    /// Destroys the CQ: unmaps it from user space.
+    pub fn destroy(&self, dev: &Device) {
+        drop(self.mapping.lock().take());
+        count_down(&dev.num_cq);
+    }
+}

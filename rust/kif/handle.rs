@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Revocable handles to RDMA core objects (`ib_cq`, `ib_qp`, `ib_srq`) for
+//! events and completion notifications. The RDMA core frees its object when
+//! the destroy verb returns, while the driver's state may live on (the data
+//! path may still hold a reference); so kif revokes the handle in the
+//! destroy trampoline and every use checks it under a lock.
+
+use core::ptr::NonNull;
+use kernel::{bindings, prelude::*, sync::Arc};
+
+use super::sync::SpinLockIrq;
+
+/// A pointer to a core object that kif can revoke.
+#[pin_data]
+pub struct Revocable<B> {
+    #[pin]
+    ptr: SpinLockIrq<Option<Raw<B>>>,
+}
+
+struct Raw<B>(NonNull<B>);
+
+// SAFETY: the pointer is only dereferenced under the lock while valid; the
+// core objects are thread safe for the calls made (event and completion
+// handlers may run in any context).
+unsafe impl<B> Send for Raw<B> {}
+
+impl<B> Revocable<B> {
+    fn new(p: NonNull<B>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self { ptr <- crate::new_spinlock_irq!(Some(Raw(p))) }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Runs `f` on the object if it still exists.
+    fn with<R>(&self, f: impl FnOnce(NonNull<B>) -> R) -> Option<R> {
+        let g = self.ptr.lock();
+        g.as_ref().map(|r| f(r.0))
+    }
+
+    pub(crate) fn revoke(&self) {
+        *self.ptr.lock() = None;
+    }
+}
+
+fn dispatch(
+    handler: Option<unsafe extern "C" fn(*mut bindings::ib_event, *mut kernel::ffi::c_void)>,
+    ctx: *mut kernel::ffi::c_void,
+    mut ev: bindings::ib_event,
+) {
+    if let Some(h) = handler {
+        // SAFETY: the consumer registered `h` with context `ctx` for this
+        // object, which is alive (checked by the caller under its lock).
+        unsafe { h(&mut ev, ctx) };
+    }
+}
+
+/// A completion queue of the RDMA core.
+#[derive(Clone)]
+pub struct CqHandle(pub(crate) Arc<Revocable<bindings::ib_cq>>);
+
+impl CqHandle {
+    pub(crate) fn new(p: NonNull<bindings::ib_cq>) -> Result<Self> {
+        Ok(Self(Revocable::new(p)?))
+    }
+
+    /// Calls the consumer's completion handler (a completion event).
+    pub fn notify(&self) {
+        self.0.with(|p| {
+            // SAFETY: the CQ is alive while the handle is not revoked.
+            let cq = unsafe { &mut *p.as_ptr() };
+            if let Some(h) = cq.comp_handler {
+                // SAFETY: the consumer's handler for this CQ and context.
+                unsafe { h(cq, cq.cq_context) };
+            }
+        });
+    }
+
+    /// Reports a CQ overflow (`IB_EVENT_CQ_ERR`).
+    pub fn error(&self) {
+        self.0.with(|p| {
+            // SAFETY: as in `notify`.
+            let cq = unsafe { &mut *p.as_ptr() };
+            let ev = bindings::ib_event {
+                device: cq.device,
+                element: bindings::ib_event__bindgen_ty_1 { cq: p.as_ptr() },
+                event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+            };
+            dispatch(cq.event_handler, cq.cq_context, ev);
+        });
+    }
+}
+
+/// Asynchronous QP events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpEvent {
+    /// The connection is established (`IB_EVENT_COMM_EST`).
+    Established,
+    /// A fatal error (`IB_EVENT_QP_FATAL`), e.g. a TERMINATE received.
+    Fatal,
+    /// The peer sent an invalid request (`IB_EVENT_QP_REQ_ERR`).
+    RequestError,
+    /// A protection error (`IB_EVENT_QP_ACCESS_ERR`).
+    AccessError,
+    /// The last WQE of an SRQ-attached QP is done.
+    LastWqeReached,
+}
+
+/// A queue pair of the RDMA core.
+#[derive(Clone)]
+pub struct QpHandle(pub(crate) Arc<Revocable<bindings::ib_qp>>, u64);
+
+impl QpHandle {
+    pub(crate) fn new(p: NonNull<bindings::ib_qp>) -> Result<Self> {
+        Ok(Self(Revocable::new(p)?, p.as_ptr() as usize as u64))
+    }
+
+    /// The token a kernel CQE carries to name this QP (`siw_cqe.base_qp`).
+    pub fn token(&self) -> u64 {
+        self.1
+    }
+
+    /// Delivers an asynchronous event to the consumer.
+    pub fn event(&self, e: QpEvent) {
+        let event = match e {
+            QpEvent::Established => bindings::ib_event_type_IB_EVENT_COMM_EST,
+            QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
+            QpEvent::RequestError => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+            QpEvent::AccessError => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+            QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+        };
+        self.0.with(|p| {
+            // SAFETY: the QP is alive while the handle is not revoked.
+            let qp = unsafe { &mut *p.as_ptr() };
+            let ev = bindings::ib_event {
+                device: qp.device,
+                element: bindings::ib_event__bindgen_ty_1 { qp: p.as_ptr() },
+                event,
+            };
+            dispatch(qp.event_handler, qp.qp_context, ev);
+        });
+    }
+}
+
+/// A shared receive queue of the RDMA core.
+#[derive(Clone)]
+pub struct SrqHandle(pub(crate) Arc<Revocable<bindings::ib_srq>>);
+
+impl SrqHandle {
+    pub(crate) fn new(p: NonNull<bindings::ib_srq>) -> Result<Self> {
+        Ok(Self(Revocable::new(p)?))
+    }
+
+    /// Reports that the SRQ fell below its limit.
+    pub fn limit_reached(&self) {
+        self.0.with(|p| {
+            // SAFETY: the SRQ is alive while the handle is not revoked.
+            let srq = unsafe { &mut *p.as_ptr() };
+            let ev = bindings::ib_event {
+                device: srq.device,
+                element: bindings::ib_event__bindgen_ty_1 { srq: p.as_ptr() },
+                event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            };
+            dispatch(srq.event_handler, srq.srq_context, ev);
+        });
+    }
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pinned user memory (`ib_umem`) and access to its pages.
+
+use core::ptr::NonNull;
+use kernel::{bindings, page::PAGE_SIZE, prelude::*};
+
+use super::glue;
+
+/// A page of pinned memory.
+#[derive(Clone, Copy)]
+struct PagePtr(NonNull<bindings::page>);
+
+// SAFETY: pinned pages may be accessed from any context.
+unsafe impl Send for PagePtr {}
+// SAFETY: as above.
+unsafe impl Sync for PagePtr {}
+
+/// User memory pinned for the life of a memory region.
+pub struct Umem {
+    umem: NonNull<bindings::ib_umem>,
+    /// Offset of the first octet within the first page.
+    first_off: usize,
+    len: usize,
+    pages: KVVec<PagePtr>,
+}
+
+// SAFETY: the umem is only released in `drop`; pages are pinned.
+unsafe impl Send for Umem {}
+// SAFETY: shared access only reads page pointers.
+unsafe impl Sync for Umem {}
+
+/// Pins user memory for a registration on a given device.
+pub struct Pinner {
+    pub(crate) dev: NonNull<bindings::ib_device>,
+}
+
+impl Pinner {
+    /// Pins `len` octets at user address `start` with IB access `access`.
+    pub fn pin(&self, start: u64, len: u64, access: u32) -> Result<Umem> {
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: the device is live for the registering verb call; the core
+        // checks the range against the caller's address space.
+        let p = unsafe { bindings::ib_umem_get(self.dev.as_ptr(), start as _, len, access as i32) };
+        // `ib_umem_get` returns a valid pointer or an `ERR_PTR`.
+        let p = kernel::error::from_err_ptr(p)?;
+        let umem = NonNull::new(p).ok_or(ENOMEM)?;
+        let first_off = start as usize % PAGE_SIZE;
+        let npages = (first_off + len).div_ceil(PAGE_SIZE);
+        let mut this = Umem {
+            umem,
+            first_off,
+            len,
+            pages: KVVec::new(),
+        };
+        this.pages.reserve(npages, GFP_KERNEL)?;
+        let spare = this.pages.spare_capacity_mut();
+        // SAFETY: `spare` has room for `npages` page pointers (a
+        // `MaybeUninit<PagePtr>` has the layout of a page pointer); the umem
+        // is pinned.
+        let n = unsafe { glue::rsiw_umem_pages(umem.as_ptr(), spare.as_mut_ptr().cast(), npages) };
+        if n != npages {
+            return Err(EFAULT);
+        }
+        // SAFETY: the first `n` elements were written above with non-null
+        // page pointers from the umem's scatter table.
+        unsafe { this.pages.set_len(n) };
+        Ok(this)
+    }
+}
+
+impl Umem {
+    /// Length in octets.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of pinned pages.
+    pub fn npages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Runs `f` on the kernel mapping of the octets `[off, off + len)` of
+    /// the region, split at page boundaries; `f` gets each piece and its
+    /// offset from `off`. Fails with `EFAULT` past the end.
+    pub fn with_range(
+        &self,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(&mut [u8], usize) -> Result,
+    ) -> Result {
+        let end = off.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let mut pos = off;
+        while pos < end {
+            let abs = self.first_off + pos;
+            let (pg, in_pg) = (abs / PAGE_SIZE, abs % PAGE_SIZE);
+            let n = (PAGE_SIZE - in_pg).min(end - pos);
+            let page = self.pages.get(pg).ok_or(EFAULT)?;
+            // SAFETY: the page is pinned for the life of `self` and mapped in
+            // the kernel's direct map (64-bit, no highmem); `[in_pg, in_pg+n)`
+            // lies inside it. Concurrent access by the pinning process is the
+            // nature of RDMA memory: the slice is only used for copies.
+            let s = unsafe {
+                let a = glue::rsiw_page_address(page.0.as_ptr()).cast::<u8>();
+                core::slice::from_raw_parts_mut(a.add(in_pg), n)
+            };
+            f(s, pos - off)?;
+            pos += n;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: obtained from `ib_umem_get`, released once.
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work requests of kernel consumers (`ib_send_wr`, `ib_recv_wr` lists) as
+//! safe values, and work completions (`ib_wc`) from completion queue
+//! elements.
+
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{bindings, prelude::*};
+
+use super::queue::{Cqe, Sge, MAX_INLINE, MAX_SGE};
+
+/// What a send work request asks for.
+#[derive(Clone, Copy, Debug)]
+pub enum SendKind {
+    /// Send, optionally invalidating a remote STag.
+    Send {
+        /// STag the peer invalidates (Send with Invalidate).
+        invalidate: Option<u32>,
+    },
+    /// RDMA Write.
+    Write {
+        /// Remote address.
+        raddr: u64,
+        /// Remote STag.
+        rkey: u32,
+    },
+    /// RDMA Read.
+    Read {
+        /// Remote address.
+        raddr: u64,
+        /// Remote STag.
+        rkey: u32,
+        /// Invalidate the local sink STag afterwards.
+        invalidate_local: bool,
+    },
+    /// Local invalidate.
+    LocalInv {
+        /// STag to invalidate.
+        stag: u32,
+    },
+    /// Fast registration of a memory region.
+    RegMr {
+        /// The region (an `ib_mr` of this device) as an opaque handle.
+        mr: MrHandle,
+        /// New STag (index and key).
+        key: u32,
+        /// IB access flags.
+        access: u32,
+    },
+}
+
+/// A memory region of a kernel consumer named in a REG_MR work request;
+/// resolved to the driver's object by [`super::ib::mr_of`].
+#[derive(Clone, Copy, Debug)]
+pub struct MrHandle(pub(crate) NonNull<bindings::ib_mr>);
+
+// SAFETY: a plain identity; dereferenced only by `mr_of` under its contract.
+unsafe impl Send for MrHandle {}
+
+/// One send work request of a kernel consumer.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr {
+    /// Work request id.
+    pub id: u64,
+    /// Operation.
+    pub kind: SendKind,
+    /// A completion is wanted.
+    pub signaled: bool,
+    /// Wait for prior RDMA Reads to complete.
+    pub fence: bool,
+    /// Solicited event at the peer.
+    pub solicited: bool,
+    /// Scatter/gather list (unused entries zero).
+    pub sge: [Sge; MAX_SGE],
+    /// Number of SGEs.
+    pub num_sge: usize,
+    /// Inline payload and its length, when `IB_SEND_INLINE` was asked.
+    pub inline: Option<([u8; MAX_INLINE], usize)>,
+}
+
+/// One receive work request.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr {
+    /// Work request id.
+    pub id: u64,
+    /// Scatter/gather list.
+    pub sge: [Sge; MAX_SGE],
+    /// Number of SGEs.
+    pub num_sge: usize,
+}
+
+/// Errors a work request list can hold before the driver sees it.
+fn sge_list(list: *const bindings::ib_sge, n: i32) -> Result<([Sge; MAX_SGE], usize)> {
+    let n = usize::try_from(n).map_err(|_| EINVAL)?;
+    if n > MAX_SGE {
+        return Err(EINVAL);
+    }
+    let mut out = [Sge::default(); MAX_SGE];
+    for (i, o) in out.iter_mut().enumerate().take(n) {
+        // SAFETY: the consumer passes `num_sge` valid SGEs.
+        let s = unsafe { &*list.add(i) };
+        *o = Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        };
+    }
+    Ok((out, n))
+}
+
+/// The send work requests of one `post_send` call.
+pub struct SendWrs<'a> {
+    cur: *const bindings::ib_send_wr,
+    _p: PhantomData<&'a bindings::ib_send_wr>,
+}
+
+impl SendWrs<'_> {
+    /// Wraps a consumer's list.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is null or a valid, null-terminated list for the call.
+    pub(crate) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
+        Self {
+            cur: wr,
+            _p: PhantomData,
+        }
+    }
+
+    /// The request the iterator stopped at (for `bad_wr`).
+    pub(crate) fn current(&self) -> *const bindings::ib_send_wr {
+        self.cur
+    }
+
+    /// Whether the list is empty (a user doorbell).
+    pub fn is_empty(&self) -> bool {
+        self.cur.is_null()
+    }
+
+    fn parse(w: &bindings::ib_send_wr) -> Result<SendWr> {
+        // SAFETY: `wr_id` is the active member for verbs consumers (the
+        // `wr_cqe` twin is a pointer of the same size, any bits are fine).
+        let id = unsafe { w.__bindgen_anon_1.wr_id };
+        let flags = w.send_flags as u32;
+        let has = |f: bindings::ib_send_flags| flags & f as u32 != 0;
+        let rdma = || {
+            // SAFETY: RDMA opcodes are posted in an `ib_rdma_wr` whose first
+            // member is this `ib_send_wr`.
+            let r = unsafe { &*core::ptr::from_ref(w).cast::<bindings::ib_rdma_wr>() };
+            (r.remote_addr, r.rkey)
+        };
+        // SAFETY: `invalidate_rkey` shares its storage with `imm_data`.
+        let inv = unsafe { w.ex.invalidate_rkey };
+        let kind = match w.opcode {
+            bindings::ib_wr_opcode_IB_WR_SEND => SendKind::Send { invalidate: None },
+            bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendKind::Send {
+                invalidate: Some(inv),
+            },
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => {
+                let (raddr, rkey) = rdma();
+                SendKind::Write { raddr, rkey }
+            }
+            bindings::ib_wr_opcode_IB_WR_RDMA_READ
+            | bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
+                let (raddr, rkey) = rdma();
+                SendKind::Read {
+                    raddr,
+                    rkey,
+                    invalidate_local: w.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV,
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_LOCAL_INV => SendKind::LocalInv { stag: inv },
+            bindings::ib_wr_opcode_IB_WR_REG_MR => {
+                // SAFETY: REG_MR is posted in an `ib_reg_wr`.
+                let r = unsafe { &*core::ptr::from_ref(w).cast::<bindings::ib_reg_wr>() };
+                SendKind::RegMr {
+                    mr: MrHandle(NonNull::new(r.mr).ok_or(EINVAL)?),
+                    key: r.key,
+                    access: r.access as u32,
+                }
+            }
+            _ => return Err(EINVAL),
+        };
+        let (sge, num_sge) = match kind {
+            SendKind::LocalInv { .. } | SendKind::RegMr { .. } => ([Sge::default(); MAX_SGE], 0),
+            _ => sge_list(w.sg_list, w.num_sge)?,
+        };
+        let inline_ok = matches!(kind, SendKind::Send { .. } | SendKind::Write { .. });
+        let inline = if has(bindings::ib_send_flags_IB_SEND_INLINE) && inline_ok {
+            let mut buf = [0u8; MAX_INLINE];
+            let mut len = 0usize;
+            for s in &sge[..num_sge] {
+                let l = s.length as usize;
+                if len + l > MAX_INLINE {
+                    return Err(EINVAL);
+                }
+                if l > 0 {
+                    // SAFETY: inline SGEs of kernel consumers hold kernel
+                    // virtual addresses of `length` readable octets.
+                    let src =
+                        unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, l) };
+                    buf[len..len + l].copy_from_slice(src);
+                }
+                len += l;
+            }
+            Some((buf, len))
+        } else {
+            None
+        };
+        Ok(SendWr {
+            id,
+            kind,
+            signaled: has(bindings::ib_send_flags_IB_SEND_SIGNALED),
+            fence: has(bindings::ib_send_flags_IB_SEND_FENCE),
+            solicited: has(bindings::ib_send_flags_IB_SEND_SOLICITED),
+            sge,
+            num_sge,
+            inline,
+        })
+    }
+}
+
+impl Iterator for SendWrs<'_> {
+    type Item = Result<SendWr>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: per `new`, a non-null `cur` is a valid request.
+        let w = unsafe { self.cur.as_ref() }?;
+        let r = Self::parse(w);
+        if r.is_ok() {
+            self.cur = w.next;
+        }
+        Some(r)
+    }
+}
+
+/// The receive work requests of one `post_recv` call.
+pub struct RecvWrs<'a> {
+    cur: *const bindings::ib_recv_wr,
+    _p: PhantomData<&'a bindings::ib_recv_wr>,
+}
+
+impl RecvWrs<'_> {
+    /// Wraps a consumer's list.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is null or a valid, null-terminated list for the call.
+    pub(crate) unsafe fn new(wr: *const bindings::ib_recv_wr) -> Self {
+        Self {
+            cur: wr,
+            _p: PhantomData,
+        }
+    }
+
+    /// The request the iterator stopped at (for `bad_wr`).
+    pub(crate) fn current(&self) -> *const bindings::ib_recv_wr {
+        self.cur
+    }
+}
+
+impl Iterator for RecvWrs<'_> {
+    type Item = Result<RecvWr>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: per `new`, a non-null `cur` is a valid request.
+        let w = unsafe { self.cur.as_ref() }?;
+        // SAFETY: `wr_id` as in `SendWrs::parse`.
+        let id = unsafe { w.__bindgen_anon_1.wr_id };
+        let r = sge_list(w.sg_list, w.num_sge).map(|(sge, num_sge)| RecvWr { id, sge, num_sge });
+        if r.is_ok() {
+            self.cur = w.next;
+        }
+        Some(r)
+    }
+}
+
+/// Fills a work completion from a CQE of a kernel CQ.
+pub(crate) fn fill_wc(wc: &mut bindings::ib_wc, c: &Cqe) {
+    use bindings as b;
+    let opcode = match c.opcode as u32 {
+        b::siw_opcode_SIW_OP_WRITE => b::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        b::siw_opcode_SIW_OP_SEND
+        | b::siw_opcode_SIW_OP_SEND_WITH_IMM
+        | b::siw_opcode_SIW_OP_SEND_REMOTE_INV => b::ib_wc_opcode_IB_WC_SEND,
+        b::siw_opcode_SIW_OP_READ | b::siw_opcode_SIW_OP_READ_LOCAL_INV => {
+            b::ib_wc_opcode_IB_WC_RDMA_READ
+        }
+        b::siw_opcode_SIW_OP_INVAL_STAG => b::ib_wc_opcode_IB_WC_LOCAL_INV,
+        b::siw_opcode_SIW_OP_REG_MR => b::ib_wc_opcode_IB_WC_REG_MR,
+        _ => b::ib_wc_opcode_IB_WC_RECV,
+    };
+    let status = match c.status as u32 {
+        b::siw_wc_status_SIW_WC_SUCCESS => b::ib_wc_status_IB_WC_SUCCESS,
+        b::siw_wc_status_SIW_WC_LOC_LEN_ERR => b::ib_wc_status_IB_WC_LOC_LEN_ERR,
+        b::siw_wc_status_SIW_WC_LOC_PROT_ERR => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
+        b::siw_wc_status_SIW_WC_LOC_QP_OP_ERR => b::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+        b::siw_wc_status_SIW_WC_WR_FLUSH_ERR => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+        b::siw_wc_status_SIW_WC_BAD_RESP_ERR => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
+        b::siw_wc_status_SIW_WC_LOC_ACCESS_ERR => b::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
+        b::siw_wc_status_SIW_WC_REM_ACCESS_ERR => b::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+        b::siw_wc_status_SIW_WC_REM_INV_REQ_ERR => b::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+        _ => b::ib_wc_status_IB_WC_GENERAL_ERR,
+    };
+    // SAFETY: all-zero is a valid `ib_wc`.
+    *wc = unsafe { core::mem::zeroed() };
+    wc.__bindgen_anon_1.wr_id = c.id;
+    wc.byte_len = c.bytes;
+    wc.opcode = opcode;
+    wc.status = status;
+    wc.qp = c.qp as usize as *mut b::ib_qp;
+    if c.flags & b::siw_wqe_flags_SIW_WQE_REM_INVAL as u8 != 0 {
+        wc.ex.invalidate_rkey = c.imm_or_inval as u32;
+        wc.wc_flags = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
+    }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An ID-allocating `xarray` of reference-counted objects (QPs by QP number,
+//! memory objects by STag index). Lookups take the xarray lock (`_bh`, as the
+//! receive softirq looks up STags) just long enough to take a reference.
+
+use core::{cell::UnsafeCell, marker::PhantomData};
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    types::Opaque,
+};
+
+use super::glue;
+
+/// `XA_PRESENT` of `linux/xarray.h` (a macro bindgen does not see).
+const XA_PRESENT: bindings::xa_mark_t = 8;
+
+/// Objects of type `T` indexed by IDs from 1 to a maximum.
+#[pin_data(PinnedDrop)]
+pub struct XArray<T: Send + Sync> {
+    #[pin]
+    xa: Opaque<bindings::xarray>,
+    /// Cursor of the cyclic allocator; written only under the xarray lock.
+    next: UnsafeCell<u32>,
+    _p: PhantomData<Arc<T>>,
+}
+
+// SAFETY: the xarray does its own locking; entries are `Arc<T>` with
+// `T: Send + Sync`; `next` is only touched under the xarray lock.
+unsafe impl<T: Send + Sync> Send for XArray<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for XArray<T> {}
+
+impl<T: Send + Sync> XArray<T> {
+    /// An empty xarray that allocates IDs from 1.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `p` is valid for writes of an xarray.
+            xa <- Opaque::ffi_init(|p| unsafe { glue::rsiw_xa_init_alloc1(p) }),
+            next: UnsafeCell::new(0),
+            _p: PhantomData,
+        })
+    }
+
+    /// Stores `v` under a fresh ID in `1..=max` (cyclically, so IDs are not
+    /// reused at once) and returns the ID.
+    pub fn alloc_cyclic(&self, v: Arc<T>, max: u32) -> Result<u32> {
+        let mut id = 0u32;
+        let raw = Arc::into_raw(v).cast_mut().cast::<kernel::ffi::c_void>();
+        // SAFETY: the xarray is initialised; `next` is only accessed by the
+        // allocator under the xarray lock, which it takes.
+        let r = unsafe {
+            glue::rsiw_xa_alloc_cyclic(self.xa.get(), &mut id, raw, max, self.next.get())
+        };
+        if r < 0 {
+            // SAFETY: `raw` came from `into_raw` above and was not stored.
+            drop(unsafe { Arc::from_raw(raw.cast::<T>()) });
+            return Err(Error::from_errno(r));
+        }
+        Ok(id)
+    }
+
+    /// Stores `v` under an ID in `1..=max` searched from a random start,
+    /// so that IDs (STag indices) cannot be guessed.
+    pub fn alloc_random(&self, v: Arc<T>, max: u32) -> Result<u32> {
+        let mut id = 0u32;
+        let mut next = super::random_u32() % max.max(1);
+        let raw = Arc::into_raw(v).cast_mut().cast::<kernel::ffi::c_void>();
+        // SAFETY: the xarray is initialised; `next` is a local cursor.
+        let r = unsafe { glue::rsiw_xa_alloc_cyclic(self.xa.get(), &mut id, raw, max, &mut next) };
+        if r < 0 {
+            // SAFETY: `raw` came from `into_raw` above and was not stored.
+            drop(unsafe { Arc::from_raw(raw.cast::<T>()) });
+            return Err(Error::from_errno(r));
+        }
+        Ok(id)
+    }
+
+    /// The object with ID `id`, if any.
+    pub fn get(&self, id: u32) -> Option<Arc<T>> {
+        // SAFETY: the xarray is initialised. While its lock is held no entry
+        // can be erased, so the stored `Arc` keeps the object alive while
+        // we take our own reference.
+        unsafe {
+            glue::rsiw_xa_lock(self.xa.get());
+            let p = bindings::xa_load(self.xa.get(), id as _);
+            let r = if p.is_null() {
+                None
+            } else {
+                Some(Arc::from(ArcBorrow::from_raw(p.cast::<T>())))
+            };
+            glue::rsiw_xa_unlock(self.xa.get());
+            r
+        }
+    }
+
+    /// Removes and returns the object with ID `id`.
+    pub fn erase(&self, id: u32) -> Option<Arc<T>> {
+        // SAFETY: the xarray is initialised; a non-null entry is an `Arc`
+        // stored by `alloc_cyclic`, now owned by us.
+        unsafe {
+            let p = glue::rsiw_xa_erase(self.xa.get(), id as _);
+            (!p.is_null()).then(|| Arc::from_raw(p.cast::<T>()))
+        }
+    }
+}
+
+#[pinned_drop]
+impl<T: Send + Sync> PinnedDrop for XArray<T> {
+    fn drop(self: Pin<&mut Self>) {
+        let mut index: kernel::ffi::c_ulong = 0;
+        loop {
+            // SAFETY: the xarray is initialised and exclusively ours now.
+            let p = unsafe {
+                bindings::xa_find(
+                    self.xa.get(),
+                    &mut index,
+                    kernel::ffi::c_ulong::MAX,
+                    XA_PRESENT,
+                )
+            };
+            if p.is_null() {
+                break;
+            }
+            drop(self.erase(index as u32));
+        }
+        // SAFETY: the xarray is empty and not used any more.
+        unsafe { bindings::xa_destroy(self.xa.get()) };
+    }
+}

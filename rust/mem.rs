@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory registration: memory objects named by STags (index in the
+//! device's xarray in the upper 24 bits, an 8-bit key chosen by the owner in
+//! the lower 8), user MRs over pinned pages, DMA MRs and fast-registration
+//! MRs for kernel consumers, and the access checks the data path applies.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::{prelude::*, sync::Arc};
+
+use crate::device::{count_down, count_up, limits, Device};
+use crate::kif::{ib::RegUserMr, mem::Umem, sync::SpinLockIrq};
+use crate::verbs::Pd;
+
+/// IB access flags (`enum ib_access_flags`).
+pub mod access {
+    /// Local write.
+    pub const LOCAL_WRITE: u32 = 1;
+    /// Remote write.
+    pub const REMOTE_WRITE: u32 = 2;
+    /// Remote read.
+    pub const REMOTE_READ: u32 = 4;
+    /// Remote atomic.
+    pub const REMOTE_ATOMIC: u32 = 8;
+    /// Memory window bind.
+    pub const MW_BIND: u32 = 16;
+    /// The flags an iWARP memory object keeps.
+    pub const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
+}
+
+/// Largest STag index (24 bits).
+pub const STAG_MAX_INDEX: u32 = 0x00ff_ffff;
+
+/// The page list of a fast-registration MR.
+pub struct Pbl {
+    /// DMA addresses of the pages (kernel virtual for rsiw's consumers);
+    /// the first `n` are in use.
+    pub pages: KVec<u64>,
+    /// Pages in use.
+    pub n: usize,
+    /// Page size of the mapping.
+    pub page_size: u32,
+}
+
+/// What a memory object describes.
+pub enum MemKind {
+    /// Pinned user pages.
+    User(Umem),
+    /// All kernel memory (a DMA MR of a kernel consumer).
+    Dma,
+    /// A fast-registration page list.
+    Pbl(Pin<KBox<SpinLockIrq<Pbl>>>),
+}
+
+/// A memory object: what an STag names.
+pub struct Mem {
+    /// Index in the device's memory xarray (set once, at registration).
+    index: AtomicU32,
+    /// Current key (the low 8 bits of the STag).
+    pub key: AtomicU32,
+    /// The owning protection domain.
+    pub pd_id: u32,
+    /// First valid address (IOVA).
+    pub va: AtomicU64Cell,
+    /// Length in octets.
+    pub len: AtomicU64Cell,
+    /// IB access flags.
+    pub access: AtomicU32,
+    /// The STag may be used (registered and not invalidated).
+    pub valid: AtomicBool,
+    /// The backing memory.
+    pub kind: MemKind,
+}
+
+/// A 64-bit value updated by fast registration and read by the data path.
+pub struct AtomicU64Cell(core::sync::atomic::AtomicU64);
+
+impl AtomicU64Cell {
+    /// A new cell.
+    pub fn new(v: u64) -> Self {
+        Self(core::sync::atomic::AtomicU64::new(v))
+    }
+    /// Reads the value.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+    /// Writes the value.
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Ordering::Release)
+    }
+}
+
+impl Mem {
+    /// Index in the device's memory xarray.
+    pub fn index(&self) -> u32 {
+        self.index.load(Ordering::Acquire)
+    }
+
+    /// The full STag.
+    pub fn stag(&self) -> u32 {
+        (self.index() << 8) | (self.key.load(Ordering::Acquire) & 0xff)
+    }
+}
+
+/// A memory region as the RDMA core sees it.
+pub struct Mr {
+    /// The memory object.
+    pub mem: Arc<Mem>,
+}
+
+/// Makes a memory object and gives it an STag index.
+fn add_mem(
+    dev: &Device,
+    pd: &Pd,
+    va: u64,
+    len: u64,
+    acc: u32,
+    kind: MemKind,
+    valid: bool,
+) -> Result<Arc<Mem>> {
+    let mem = Arc::new(
+        Mem {
+            index: AtomicU32::new(0),
+            key: AtomicU32::new(0),
+            pd_id: pd.id,
+            va: AtomicU64Cell::new(va),
+            len: AtomicU64Cell::new(len),
+            access: AtomicU32::new(acc & access::IWARP_MASK),
+            valid: AtomicBool::new(false),
+            kind,
+        },
+        GFP_KERNEL,
+    )?;
+    let index = dev.mem_xa.alloc_random(mem.clone(), STAG_MAX_INDEX)?;
+    // Lookups check `valid`, which is only set after the index is known.
+    mem.index.store(index, Ordering::Release);
+    mem.valid.store(valid, Ordering::Release);
+    Ok(mem)
+}
+
+/// Registers user memory (`ibv_reg_mr`).
+pub fn reg_user_mr(dev: &Device, mut a: RegUserMr<'_, crate::verbs::Rsiw>) -> Result<(Mr, u32)> {
+    count_up(&dev.num_mr, limits::MAX_MR)?;
+    let r = (|| {
+        if a.len == 0 {
+            return Err(EINVAL);
+        }
+        let umem = a.pinner.pin(a.start, a.len, a.access)?;
+        let mem = add_mem(
+            dev,
+            a.pd,
+            a.iova,
+            a.len,
+            a.access,
+            MemKind::User(umem),
+            false,
+        )?;
+        if a.udata.is_user() {
+            // `struct siw_ureq_reg_mr`: the STag key user space chose.
+            let mut req = [0u8; 8];
+            if let Err(e) = a.udata.request(&mut req) {
+                dev.mem_xa.erase(mem.index());
+                return Err(e);
+            }
+            mem.key.store(req[0] as u32, Ordering::Release);
+            let mut resp = [0u8; 8];
+            resp[..4].copy_from_slice(&mem.stag().to_ne_bytes());
+            if let Err(e) = a.udata.respond(&resp) {
+                dev.mem_xa.erase(mem.index());
+                return Err(e);
+            }
+        }
+        mem.valid.store(true, Ordering::Release);
+        let stag = mem.stag();
+        Ok((Mr { mem }, stag))
+    })();
+    if r.is_err() {
+        count_down(&dev.num_mr);
+    }
+    r
+}
+
+/// A DMA MR for a kernel consumer.
+pub fn get_dma_mr(dev: &Device, pd: &Pd, acc: u32) -> Result<(Mr, u32)> {
+    count_up(&dev.num_mr, limits::MAX_MR)?;
+    match add_mem(dev, pd, 0, u64::MAX, acc, MemKind::Dma, true) {
+        Ok(mem) => {
+            let stag = mem.stag();
+            Ok((Mr { mem }, stag))
+        }
+        Err(e) => {
+            count_down(&dev.num_mr);
+            Err(e)
+        }
+    }
+}
+
+/// A fast-registration MR of up to `max` pages for a kernel consumer.
+pub fn alloc_mr(dev: &Device, pd: &Pd, max: u32) -> Result<(Mr, u32)> {
+    count_up(&dev.num_mr, limits::MAX_MR)?;
+    let r = (|| {
+        if max > limits::MAX_FRMR_PAGES {
+            return Err(ENOMEM);
+        }
+        let pages = KVec::from_elem(0u64, max as usize, GFP_KERNEL)?;
+        let pbl = KBox::pin_init(
+            crate::new_spinlock_irq!(Pbl {
+                pages,
+                n: 0,
+                page_size: 0
+            }),
+            GFP_KERNEL,
+        )?;
+        let mem = add_mem(dev, pd, 0, 0, 0, MemKind::Pbl(pbl), false)?;
+        let stag = mem.stag();
+        Ok((Mr { mem }, stag))
+    })();
+    if r.is_err() {
+        count_down(&dev.num_mr);
+    }
+    r
+}
+
+impl Mr {
+    fn pbl(&self) -> Result<&SpinLockIrq<Pbl>> {
+        match &self.mem.kind {
+            MemKind::Pbl(p) => Ok(p),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Starts a new page list.
+    pub fn map_begin(&self) -> Result {
+        self.pbl()?.lock().n = 0;
+        Ok(())
+    }
+
+    /// Appends a page.
+    pub fn map_page(&self, addr: u64) -> Result {
+        let mut p = self.pbl()?.lock();
+        let n = p.n;
+        *p.pages.get_mut(n).ok_or(ENOMEM)? = addr;
+        p.n = n + 1;
+        Ok(())
+    }
+
+    /// Ends the page list: the MR covers `length` octets at `iova`.
+    pub fn map_end(&self, iova: u64, length: u64, page_size: u32) {
+        if let Ok(p) = self.pbl() {
+            p.lock().page_size = page_size;
+        }
+        self.mem.va.set(iova);
+        self.mem.len.set(length);
+    }
+}
+
+/// Deregisters an MR: its STag stops working at once; the memory goes when
+/// the last work request using it lets go.
+pub fn dereg_mr(dev: &Device, mr: Mr) -> Result {
+    mr.mem.valid.store(false, Ordering::Release);
+    dev.mem_xa.erase(mr.mem.index());
+    count_down(&dev.num_mr);
+    Ok(())
+}

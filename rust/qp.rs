@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation with the shared SQ/RQ rings, the iWARP QP state
+//! machine (RTS only through the connection manager), flushing on error,
+//! and posting of kernel work requests.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+
+use crate::cq::Cq;
+use crate::device::{count_down, count_up, limits, Device};
+use crate::kif::{
+    handle::QpHandle,
+    ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
+    net::NetDev,
+    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE, WQE_VALID},
+    sync::SpinLockIrq,
+    wr::{RecvWrs, SendKind, SendWrs},
+};
+use crate::mem::access;
+use crate::srq::Srq;
+use crate::verbs::Rsiw;
+
+/// `enum siw_opcode`.
+#[allow(missing_docs)]
+pub mod op {
+    pub const WRITE: u8 = 0;
+    pub const READ: u8 = 1;
+    pub const READ_LOCAL_INV: u8 = 2;
+    pub const SEND: u8 = 3;
+    pub const SEND_WITH_IMM: u8 = 4;
+    pub const SEND_REMOTE_INV: u8 = 5;
+    pub const RECEIVE: u8 = 8;
+    pub const READ_RESPONSE: u8 = 9;
+    pub const INVAL_STAG: u8 = 10;
+    pub const REG_MR: u8 = 11;
+}
+
+/// `enum siw_wqe_flags`.
+#[allow(missing_docs)]
+pub mod wqe {
+    pub const VALID: u16 = 1;
+    pub const INLINE: u16 = 1 << 1;
+    pub const SIGNALLED: u16 = 1 << 2;
+    pub const SOLICITED: u16 = 1 << 3;
+    pub const READ_FENCE: u16 = 1 << 4;
+    pub const REM_INVAL: u16 = 1 << 5;
+}
+
+/// `enum siw_wc_status`.
+#[allow(missing_docs)]
+pub mod wc {
+    pub const SUCCESS: u16 = 0;
+    pub const LOC_LEN_ERR: u16 = 1;
+    pub const LOC_PROT_ERR: u16 = 2;
+    pub const LOC_QP_OP_ERR: u16 = 3;
+    pub const WR_FLUSH_ERR: u16 = 4;
+    pub const BAD_RESP_ERR: u16 = 5;
+    pub const LOC_ACCESS_ERR: u16 = 6;
+    pub const REM_ACCESS_ERR: u16 = 7;
+    pub const REM_INV_REQ_ERR: u16 = 8;
+    pub const GENERAL_ERR: u16 = 9;
+}
+
+/// The iWARP QP states (RFC 5040 section 10 / verbs for iWARP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpState {
+    /// Created, not connected (IB RESET and INIT).
+    Idle,
+    /// Accepted by the IB state machine as RTR (no meaning on iWARP).
+    Rtr,
+    /// Connected: data moves.
+    Rts,
+    /// Graceful close in progress (IB SQD).
+    Closing,
+    /// A TERMINATE is being sent (IB SQE).
+    Terminate,
+    /// Error: final; all work requests flush.
+    Error,
+}
+
+impl QpState {
+    fn ib(self) -> IbQpState {
+        match self {
+            Self::Idle => IbQpState::Init,
+            Self::Rtr => IbQpState::Rtr,
+            Self::Rts => IbQpState::Rts,
+            Self::Closing => IbQpState::Sqd,
+            Self::Terminate => IbQpState::Sqe,
+            Self::Error => IbQpState::Err,
+        }
+    }
+
+    fn from_ib(s: IbQpState) -> Self {
+        match s {
+            IbQpState::Reset | IbQpState::Init => Self::Idle,
+            IbQpState::Rtr => Self::Rtr,
+            IbQpState::Rts => Self::Rts,
+            IbQpState::Sqd => Self::Closing,
+            IbQpState::Sqe => Self::Terminate,
+            IbQpState::Err => Self::Error,
+        }
+    }
+}
+
+/// Mutable QP state, under the QP lock.
+pub struct QpInner {
+    /// Protocol state.
+    pub state: QpState,
+    /// Next SQ slot a kernel post fills.
+    pub sq_put: u32,
+    /// Next SQ slot the transmit side takes.
+    pub sq_get: u32,
+    /// Next RQ slot a kernel post fills.
+    pub rq_put: u32,
+    /// Next RQ slot the receive side takes.
+    pub rq_get: u32,
+    /// RDMA access the peer is granted (IB access flags).
+    pub access: u32,
+    /// Inbound RDMA Reads (IRD).
+    pub ird: u32,
+    /// Outbound RDMA Reads (ORD).
+    pub ord: u32,
+}
+
+/// Fixed QP sizes.
+#[derive(Clone, Copy, Debug)]
+pub struct QpCaps {
+    /// Send queue entries.
+    pub sq_size: u32,
+    /// Receive queue entries (0 with an SRQ).
+    pub rq_size: u32,
+    /// SGEs per send work request.
+    pub sq_max_sge: u32,
+    /// SGEs per receive work request.
+    pub rq_max_sge: u32,
+}
+
+/// A queue pair.
+#[pin_data]
+pub struct Qp {
+    /// QP number (set once, right after creation).
+    id: AtomicU32,
+    /// Owning protection domain.
+    pub pd_id: u32,
+    /// Send completion queue.
+    pub scq: Arc<Cq>,
+    /// Receive completion queue.
+    pub rcq: Option<Arc<Cq>>,
+    /// Shared receive queue.
+    pub srq: Option<Arc<Srq>>,
+    /// Send queue ring.
+    pub sq: Ring<Sqe>,
+    /// Receive queue ring (none with an SRQ).
+    pub rq: Option<Ring<Rqe>>,
+    /// Created by a kernel consumer.
+    pub kernel: bool,
+    /// Every send work request completes.
+    pub sig_all: bool,
+    /// Sizes.
+    pub caps: QpCaps,
+    /// The core QP (events, kernel completion token).
+    pub handle: QpHandle,
+    /// Mutable state.
+    #[pin]
+    pub inner: SpinLockIrq<QpInner>,
+    #[pin]
+    mappings: Mutex<KVec<UserMapping>>,
+}
+
+/// `struct siw_uresp_create_qp`.
+fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32] {
+    let mut r = [0u8; 32];
+    r[..4].copy_from_slice(&id.to_ne_bytes());
+    r[4..8].copy_from_slice(&nsq.to_ne_bytes());
+    r[8..12].copy_from_slice(&nrq.to_ne_bytes());
+    r[16..24].copy_from_slice(&sq_key.to_ne_bytes());
+    r[24..].copy_from_slice(&rq_key.to_ne_bytes());
+    r
+}
+
+/// The mmap key user space sees for a queue it does not have.
+const INVALID_KEY: u64 = 0x08ffff + 1;
+
+impl Qp {
+    /// Creates an RC QP.
+    pub fn create(dev: &Device, a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
+        let i = a.init;
+        if i.create_flags != 0 {
+            return Err(crate::kif::eopnotsupp());
+        }
+        count_up(&dev.num_qp, limits::MAX_QP)?;
+        let r = Self::build(dev, a);
+        if r.is_err() {
+            count_down(&dev.num_qp);
+        }
+        r
+    }
+
+    fn build(dev: &Device, mut a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
+        let i = a.init;
+        if !i.rc {
+            return Err(crate::kif::eopnotsupp());
+        }
+        if i.max_send_wr > limits::MAX_QP_WR
+            || i.max_recv_wr > limits::MAX_QP_WR
+            || i.max_send_sge > MAX_SGE as u32
+            || i.max_recv_sge > MAX_SGE as u32
+            || i.max_inline > MAX_INLINE as u32
+            || i.max_send_wr == 0
+            || i.bad_sig_type
+        {
+            return Err(EINVAL);
+        }
+        let scq = a.send_cq.ok_or(EINVAL)?.clone();
+        if a.recv_cq.is_none() && a.srq.is_none() {
+            return Err(EINVAL);
+        }
+        let user = a.user.is_some();
+        let sq = Ring::<Sqe>::new(i.max_send_wr, 0, user)?;
+        let srq = a.srq.cloned();
+        let rq = if srq.is_none() && i.max_recv_wr > 0 {
+            Some(Ring::<Rqe>::new(i.max_recv_wr, 0, user)?)
+        } else {
+            None
+        };
+        let caps = QpCaps {
+            sq_size: sq.len(),
+            rq_size: rq.as_ref().map_or(0, |r| r.len()),
+            sq_max_sge: i.max_send_sge,
+            rq_max_sge: i.max_recv_sge,
+        };
+        let mut mappings = KVec::new();
+        let (mut sq_key, mut rq_key) = (INVALID_KEY, INVALID_KEY);
+        if let Some(u) = &a.user {
+            let (m, k) = u.map(sq.mem())?;
+            mappings.push(m, GFP_KERNEL)?;
+            sq_key = k;
+            if let Some(rq) = &rq {
+                let (m, k) = u.map(rq.mem())?;
+                mappings.push(m, GFP_KERNEL)?;
+                rq_key = k;
+            }
+        }
+        let qp = Arc::pin_init(
+            pin_init!(Self {
+                id: AtomicU32::new(0),
+                pd_id: a.pd.id,
+                scq,
+                rcq: a.recv_cq.cloned(),
+                srq,
+                sq,
+                rq,
+                kernel: !user,
+                sig_all: i.sig_all,
+                caps,
+                handle: a.handle.clone(),
+                inner <- crate::new_spinlock_irq!(QpInner {
+                    state: QpState::Idle,
+                    sq_put: 0,
+                    sq_get: 0,
+                    rq_put: 0,
+                    rq_get: 0,
+                    access: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
+                    ird: 0,
+                    ord: 0,
+                }),
+                mappings <- new_mutex!(mappings),
+            }),
+            GFP_KERNEL,
+        )?;
+        let id = dev.qp_xa.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
+        qp.id.store(id, Ordering::Release);
+        if user {
+            let r = create_resp(id, caps.sq_size, caps.rq_size, sq_key, rq_key);
+            if let Err(e) = a.udata.respond(&r) {
+                dev.qp_xa.erase(id);
+                return Err(e);
+            }
+        }
+        Ok((qp, id))
+    }
+
+    /// Applies a `modify_qp` from the verbs interface (not the CM).
+    pub fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
+        if m.nonstandard {
+            return Err(crate::kif::eopnotsupp());
+        }
+        let mut inner = self.inner.lock();
+        if let Some(acc) = m.access {
+            inner.access = acc & access::IWARP_MASK;
+        }
+        let Some(target) = m.state else {
+            return Ok(());
+        };
+        let to = QpState::from_ib(target);
+        match (inner.state, to) {
+            // RTS needs a connection: only the connection manager gets there.
+            (QpState::Idle | QpState::Rtr, QpState::Rts) => Err(EINVAL),
+            (QpState::Idle | QpState::Rtr, QpState::Error) => {
+                inner.state = QpState::Error;
+                drop(inner);
+                self.flush_rq();
+                Ok(())
+            }
+            (QpState::Rts, QpState::Closing) => {
+                inner.state = QpState::Closing;
+                drop(inner);
+                self.flush_rq();
+                Ok(())
+            }
+            (QpState::Rts, QpState::Terminate) => {
+                inner.state = QpState::Terminate;
+                Ok(())
+            }
+            (QpState::Rts | QpState::Terminate | QpState::Closing, QpState::Error) => {
+                inner.state = QpState::Error;
+                drop(inner);
+                self.flush_sq();
+                self.flush_rq();
+                Ok(())
+            }
+            (QpState::Closing, QpState::Idle) => {
+                inner.state = QpState::Idle;
+                Ok(())
+            }
+            (QpState::Closing, QpState::Closing) => Ok(()),
+            (QpState::Closing, _) => Err(crate::kif::econnaborted()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Moves the QP to error and flushes both queues (teardown, fatal
+    /// errors).
+    pub fn set_error(&self) {
+        self.inner.lock().state = QpState::Error;
+        self.flush_sq();
+        self.flush_rq();
+    }
+
+    /// Current state.
+    pub fn state(&self) -> QpState {
+        self.inner.lock().state
+    }
+
+    /// Query results.
+    pub fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
+        let inner = self.inner.lock();
+        QpQuery {
+            state: inner.state.ib(),
+            max_send_wr: self.caps.sq_size,
+            max_recv_wr: self.caps.rq_size,
+            max_send_sge: self.caps.sq_max_sge,
+            max_recv_sge: self.caps.rq_max_sge,
+            max_inline: MAX_INLINE as u32,
+            path_mtu: Mtu::from_link_mtu(ndev.mtu()),
+            max_rd_atomic: inner.ord.min(255) as u8,
+            max_dest_rd_atomic: inner.ird.min(255) as u8,
+            access: inner.access,
+        }
+    }
+
+    /// Completes a send queue element into the send CQ (when signalled or
+    /// failed) and gives the slot back.
+    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: u16) -> Result {
+        let r = if sqe.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
+            let c = Cqe {
+                id: sqe.id,
+                flags: 0,
+                opcode: sqe.opcode,
+                status,
+                bytes,
+                imm_or_inval: 0,
+                qp: self.cqe_qp(),
+            };
+            self.scq.push(&c, sqe.flags)
+        } else {
+            Ok(())
+        };
+        self.sq.set_flags(i, 0);
+        r
+    }
+
+    /// Completes a receive element into the receive CQ.
+    pub fn complete_rqe(&self, rqe: &Rqe, bytes: u32, inval: Option<u32>, status: u16) -> Result {
+        let Some(cq) = &self.rcq else { return Ok(()) };
+        let c = Cqe {
+            id: rqe.id,
+            flags: if inval.is_some() {
+                wqe::REM_INVAL as u8
+            } else {
+                0
+            },
+            opcode: op::RECEIVE,
+            status,
+            bytes,
+            imm_or_inval: inval.unwrap_or(0) as u64,
+            qp: self.cqe_qp(),
+        };
+        cq.push(&c, rqe.flags)
+    }
+
+    fn cqe_qp(&self) -> u64 {
+        if self.kernel {
+            self.handle.token()
+        } else {
+            self.id() as u64
+        }
+    }
+
+    /// The QP number.
+    pub fn id(&self) -> u32 {
+        self.id.load(Ordering::Acquire)
+    }
+
+    /// Flushes every posted send element with a flush error.
+    pub fn flush_sq(&self) {
+        loop {
+            let i = {
+                let mut inner = self.inner.lock();
+                let i = inner.sq_get;
+                if self.sq.flags(i) & wqe::VALID == 0 {
+                    break;
+                }
+                inner.sq_get = i.wrapping_add(1);
+                i
+            };
+            let sqe = self.sq.read(i);
+            if self.complete_sqe(i, &sqe, 0, wc::WR_FLUSH_ERR).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Flushes every posted receive element with a flush error.
+    pub fn flush_rq(&self) {
+        let Some(rq) = &self.rq else { return };
+        loop {
+            let rqe = {
+                let mut inner = self.inner.lock();
+                let i = inner.rq_get;
+                if rq.flags(i) & WQE_VALID == 0 {
+                    break;
+                }
+                let rqe = rq.read(i);
+                rq.set_flags(i, 0);
+                inner.rq_get = i.wrapping_add(1);
+                rqe
+            };
+            if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Posts send work requests. Kernel consumers pass a list; user space
+    /// rings the doorbell with an empty one.
+    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_>) -> Result {
+        if !self.kernel {
+            if !wrs.is_empty() {
+                return Err(EINVAL);
+            }
+            return match self.state() {
+                QpState::Rts => {
+                    crate::qp_tx::kick(self);
+                    Ok(())
+                }
+                _ => Err(crate::kif::enotconn()),
+            };
+        }
+        let mut inner = self.inner.lock();
+        match inner.state {
+            QpState::Rts => {}
+            QpState::Error => {
+                drop(inner);
+                return self.flush_send_wrs(wrs);
+            }
+            _ => return Err(crate::kif::enotconn()),
+        }
+        for wr in wrs {
+            let wr = wr?;
+            let i = inner.sq_put;
+            if self.sq.flags(i) != 0 {
+                return Err(ENOMEM);
+            }
+            if wr.num_sge > self.caps.sq_max_sge as usize {
+                return Err(EINVAL);
+            }
+            let mut sqe = Sqe {
+                id: wr.id,
+                flags: 0,
+                num_sge: wr.num_sge as u8,
+                opcode: 0,
+                rkey: 0,
+                raddr: 0,
+                sge: wr.sge,
+                access: 0,
+                inline: [0; MAX_INLINE],
+            };
+            if wr.signaled {
+                sqe.flags |= wqe::SIGNALLED;
+            }
+            if wr.fence {
+                sqe.flags |= wqe::READ_FENCE;
+            }
+            match wr.kind {
+                SendKind::Send { invalidate } => {
+                    if wr.solicited {
+                        sqe.flags |= wqe::SOLICITED;
+                    }
+                    sqe.opcode = if let Some(k) = invalidate {
+                        sqe.rkey = k;
+                        op::SEND_REMOTE_INV
+                    } else {
+                        op::SEND
+                    };
+                }
+                SendKind::Write { raddr, rkey } => {
+                    sqe.opcode = op::WRITE;
+                    sqe.raddr = raddr;
+                    sqe.rkey = rkey;
+                }
+                SendKind::Read {
+                    raddr,
+                    rkey,
+                    invalidate_local,
+                } => {
+                    if wr.num_sge != 1 {
+                        return Err(EINVAL);
+                    }
+                    sqe.opcode = if invalidate_local {
+                        op::READ_LOCAL_INV
+                    } else {
+                        op::READ
+                    };
+                    sqe.raddr = raddr;
+                    sqe.rkey = rkey;
+                }
+                SendKind::LocalInv { stag } => {
+                    sqe.opcode = op::INVAL_STAG;
+                    sqe.rkey = stag;
+                }
+                SendKind::RegMr {
+                    mr,
+                    key,
+                    access: acc,
+                } => {
+                    sqe.opcode = op::REG_MR;
+                    sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
+                    sqe.rkey = key;
+                    sqe.access = (acc & access::IWARP_MASK) as u64;
+                }
+            }
+            if let Some((data, len)) = wr.inline {
+                sqe.flags |= wqe::INLINE;
+                sqe.num_sge = 1;
+                sqe.sge[0].length = len as u32;
+                sqe.inline = data;
+            }
+            self.sq.write(i, &sqe);
+            self.sq.set_flags(i, sqe.flags | wqe::VALID);
+            inner.sq_put = i.wrapping_add(1);
+        }
+        drop(inner);
+        crate::qp_tx::kick(self);
+        Ok(())
+    }
+
+    /// Completes kernel send work requests of a QP in error with flush
+    /// errors (`ib_drain_sq`).
+    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_>) -> Result {
+        for wr in wrs {
+            let wr = wr?;
+            let opcode = match wr.kind {
+                SendKind::Send { invalidate: None } => op::SEND,
+                SendKind::Send {
+                    invalidate: Some(_),
+                } => op::SEND_REMOTE_INV,
+                SendKind::Write { .. } => op::WRITE,
+                SendKind::Read {
+                    invalidate_local: false,
+                    ..
+                } => op::READ,
+                SendKind::Read {
+                    invalidate_local: true,
+                    ..
+                } => op::READ_LOCAL_INV,
+                SendKind::LocalInv { .. } => op::INVAL_STAG,
+                SendKind::RegMr { .. } => op::REG_MR,
+            };
+            let c = Cqe {
+                id: wr.id,
+                flags: 0,
+                opcode,
+                status: wc::WR_FLUSH_ERR,
+                bytes: 0,
+                imm_or_inval: 0,
+                qp: self.cqe_qp(),
+            };
+            self.scq.push(&c, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Posts kernel receive work requests.
+    pub fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
+        let Some(rq) = &self.rq else {
+            return Err(EINVAL);
+        };
+        if !self.kernel {
+            return Err(EINVAL);
+        }
+        let mut inner = self.inner.lock();
+        match inner.state {
+            QpState::Idle | QpState::Rtr | QpState::Rts => {}
+            QpState::Error => {
+                drop(inner);
+                for wr in wrs {
+                    let wr = wr?;
+                    let rqe = Rqe {
+                        id: wr.id,
+                        flags: 0,
+                        num_sge: 0,
+                        sge: wr.sge,
+                    };
+                    self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR)?;
+                }
+                return Ok(());
+            }
+            _ => return Err(crate::kif::enotconn()),
+        }
+        for wr in wrs {
+            let wr = wr?;
+            let i = inner.rq_put;
+            if rq.flags(i) != 0 {
+                return Err(ENOMEM);
+            }
+            if wr.num_sge > self.caps.rq_max_sge as usize {
+                return Err(EINVAL);
+            }
+            let rqe = Rqe {
+                id: wr.id,
+                flags: 0,
+                num_sge: wr.num_sge as u8,
+                sge: wr.sge,
+            };
+            rq.write(i, &rqe);
+            rq.set_flags(i, WQE_VALID);
+            inner.rq_put = i.wrapping_add(1);
+        }
+        Ok(())
+    }
+
+    /// Destroys the QP: error state, flush, unmap, forget the QP number.
+    pub fn destroy(self: Arc<Self>, dev: &Device) {
+        self.set_error();
+        drop(core::mem::replace(&mut *self.mappings.lock(), KVec::new()));
+        dev.qp_xa.erase(self.id());
+        count_down(&dev.num_qp);
+    }
+}

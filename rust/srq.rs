@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: the shared `siw_rqe` ring, kernel posting, the
+//! consumer side for the receive path and the limit event.
+
+use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+
+use crate::device::{count_down, count_up, limits, Device};
+use crate::kif::{
+    handle::SrqHandle,
+    ib::{CreateSrq, SrqAttr},
+    queue::{Ring, Rqe, UserMapping, MAX_SGE, WQE_VALID},
+    sync::SpinLockIrq,
+    wr::RecvWrs,
+};
+use crate::verbs::Rsiw;
+
+/// Mutable SRQ state.
+struct SrqState {
+    put: u32,
+    get: u32,
+    limit: u32,
+    armed: bool,
+}
+
+/// A shared receive queue.
+#[pin_data]
+pub struct Srq {
+    ring: Ring<Rqe>,
+    max_sge: u32,
+    kernel: bool,
+    #[pin]
+    st: SpinLockIrq<SrqState>,
+    handle: SrqHandle,
+    #[pin]
+    mapping: Mutex<Option<UserMapping>>,
+}
+
+/// `struct siw_uresp_create_srq`.
+fn create_resp(n: u32, key: u64) -> [u8; 16] {
+    let mut r = [0u8; 16];
+    r[..4].copy_from_slice(&n.to_ne_bytes());
+    r[8..].copy_from_slice(&key.to_ne_bytes());
+    r
+}
+
+impl Srq {
+    /// Creates an SRQ.
+    pub fn create(dev: &Device, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
+        if !a.basic {
+            return Err(crate::kif::eopnotsupp());
+        }
+        count_up(&dev.num_srq, limits::MAX_SRQ)?;
+        let r = (|| {
+            let at = a.attr;
+            if at.max_wr == 0
+                || at.max_wr > limits::MAX_SRQ_WR
+                || at.max_sge > MAX_SGE as u32
+                || at.limit > at.max_wr
+            {
+                return Err(EINVAL);
+            }
+            let user = a.user.is_some();
+            let ring = Ring::<Rqe>::new(at.max_wr, 0, user)?;
+            let mapping = match &a.user {
+                Some(u) => {
+                    let (m, key) = u.map(ring.mem())?;
+                    a.udata.respond(&create_resp(ring.len(), key))?;
+                    Some(m)
+                }
+                None => None,
+            };
+            Arc::pin_init(
+                pin_init!(Self {
+                    ring,
+                    max_sge: at.max_sge,
+                    kernel: !user,
+                    st <- crate::new_spinlock_irq!(SrqState {
+                        put: 0,
+                        get: 0,
+                        limit: at.limit,
+                        armed: at.limit != 0,
+                    }),
+                    handle: a.handle.clone(),
+                    mapping <- new_mutex!(mapping),
+                }),
+                GFP_KERNEL,
+            )
+        })();
+        if r.is_err() {
+            count_down(&dev.num_srq);
+        }
+        r
+    }
+
+    /// Changes the limit (resizing is not supported, as in siw).
+    pub fn modify(&self, max_wr: Option<u32>, limit: Option<u32>) -> Result {
+        if max_wr.is_some() {
+            return Err(crate::kif::eopnotsupp());
+        }
+        if let Some(l) = limit {
+            if l > self.ring.len() {
+                return Err(EINVAL);
+            }
+            let mut st = self.st.lock();
+            st.limit = l;
+            st.armed = l != 0;
+        }
+        Ok(())
+    }
+
+    /// Current attributes.
+    pub fn query(&self) -> SrqAttr {
+        SrqAttr {
+            max_wr: self.ring.len(),
+            max_sge: self.max_sge,
+            limit: self.st.lock().limit,
+        }
+    }
+
+    /// Posts kernel receive work requests.
+    pub fn post(&self, wrs: &mut RecvWrs<'_>) -> Result {
+        if !self.kernel {
+            return Err(EINVAL);
+        }
+        let mut st = self.st.lock();
+        for wr in wrs {
+            let wr = wr?;
+            let i = st.put;
+            if self.ring.flags(i) != 0 {
+                return Err(ENOMEM);
+            }
+            if wr.num_sge > self.max_sge as usize {
+                return Err(EINVAL);
+            }
+            let rqe = Rqe {
+                id: wr.id,
+                flags: 0,
+                num_sge: wr.num_sge as u8,
+                sge: wr.sge,
+            };
+            self.ring.write(i, &rqe);
+            self.ring.set_flags(i, WQE_VALID);
+            st.put = st.put.wrapping_add(1);
+        }
+        Ok(())
+    }
+
+    /// Takes the next posted receive element, if any (receive path), and
+    /// raises the limit event when the queue falls below its limit.
+    pub fn take(&self) -> Option<Rqe> {
+        let (rqe, event) = {
+            let mut st = self.st.lock();
+            let i = st.get;
+            if self.ring.flags(i) & WQE_VALID == 0 {
+                return None;
+            }
+            let rqe = self.ring.read(i);
+            self.ring.set_flags(i, 0);
+            st.get = st.get.wrapping_add(1);
+            let mut event = false;
+            if st.armed {
+                // Count the valid elements left (user space posts without
+                // telling us, so look at the ring).
+                let mut left = 0;
+                while left < st.limit && self.ring.flags(st.get.wrapping_add(left)) & WQE_VALID != 0
+                {
+                    left += 1;
+                }
+                if left < st.limit {
+                    st.armed = false;
+                    event = true;
+                }
+            }
+            (rqe, event)
+        };
+        if event {
+            self.handle.limit_reached();
+        }
+        Some(rqe)
+    }
+
+    /// Destroys the SRQ.
+    pub fn destroy(&self, dev: &Device) {
+        drop(self.mapping.lock().take());
+        count_down(&dev.num_srq);
+    }
+}
