@@ -210,6 +210,12 @@ impl<C: Crc32c> Deframer<C> {
         &self.cfg
     }
 
+    fn feed_crc(&mut self, b: &[u8]) {
+        if self.cfg.mode.crc {
+            self.crc.update(b);
+        }
+    }
+
     fn fail(&mut self, e: ProtocolError) -> ProtocolError {
         self.failed = Some(e);
         e
@@ -255,7 +261,7 @@ impl<C: Crc32c> Deframer<C> {
                 Phase::Pad => {
                     let n = avail.min(self.pad_left as usize);
                     let b = data.get(..n).unwrap_or(&[]);
-                    self.crc.update(b);
+                    self.feed_crc(b);
                     self.pad_left -= n as u32;
                     if self.pad_left == 0 {
                         self.phase = Phase::Crc;
@@ -285,7 +291,7 @@ impl<C: Crc32c> Deframer<C> {
         // A marker inside the CRC field (after its first octet) is not
         // covered by that CRC.
         if !(self.phase == Phase::Crc && self.crc_have > 0) {
-            self.crc.update(b);
+            self.feed_crc(b);
         }
         for &x in b {
             if let Some(slot) = self.mk_buf.get_mut(usize::from(self.mk_have)) {
@@ -325,7 +331,7 @@ impl<C: Crc32c> Deframer<C> {
             self.begin_fpdu_if_needed();
             self.hdr_off = self.off;
         }
-        self.crc.update(&[x]);
+        self.feed_crc(&[x]);
         if let Some(slot) = self.len_buf.get_mut(usize::from(self.len_have)) {
             *slot = x;
         }
@@ -367,7 +373,7 @@ impl<C: Crc32c> Deframer<C> {
     ) -> Result<usize, ProtocolError> {
         let n = avail.min(self.hdr_need.saturating_sub(self.hdr_have));
         let b = data.get(..n).unwrap_or(&[]);
-        self.crc.update(b);
+        self.feed_crc(b);
         if let Some(dst) = self.hdr_buf.get_mut(self.hdr_have..self.hdr_have + n) {
             dst.copy_from_slice(b);
         }
@@ -420,7 +426,7 @@ impl<C: Crc32c> Deframer<C> {
         let left = (self.payload_len - self.payload_done) as usize;
         let n = avail.min(left);
         let b = data.get(..n).unwrap_or(&[]);
-        self.crc.update(b);
+        self.feed_crc(b);
         let at = self.payload_done;
         self.payload_done += n as u32;
         sink.on_payload(at, b)?;

@@ -405,3 +405,47 @@ fn batch_next_segment_fills_sends_without_exceeding() {
     assert_eq!(p.wire_len(), 4 + 2 + 18 + 4);
     assert!(b.next_segment(&mut seg, 18, 100).is_none());
 }
+
+/// Rough throughput check (release): `cargo test --release -p rsiw-wire
+/// --test roundtrip -- --ignored throughput --nocapture`.
+#[test]
+#[ignore]
+fn throughput() {
+    struct Null(u64);
+    impl RxSink for Null {
+        fn on_header(&mut self, _: &SegmentHeader, _: &[u8], _: u16) -> Result<(), ProtocolError> {
+            Ok(())
+        }
+        fn on_payload(&mut self, _: u32, d: &[u8]) -> Result<(), ProtocolError> {
+            self.0 += d.len() as u64;
+            Ok(())
+        }
+        fn on_fpdu_end(&mut self, _: &SegmentHeader, _: CrcVerdict) -> Result<(), ProtocolError> {
+            Ok(())
+        }
+    }
+    for mode in MpaMode::ALL {
+        let (stream, _) = build(
+            &[Msg::Write {
+                stag: 1,
+                to: 0,
+                len: 1 << 20,
+            }],
+            mode,
+            0,
+            9000,
+            3,
+        );
+        let t = std::time::Instant::now();
+        let mut sink = Null(0);
+        let rounds = 200;
+        for _ in 0..rounds {
+            let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), 0);
+            for c in stream.chunks(1448) {
+                d.push(c, &mut sink).unwrap();
+            }
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!("{mode:?}: {:.2} GB/s payload", sink.0 as f64 / s / 1e9);
+    }
+}
