@@ -354,7 +354,7 @@ pub fn encode_planned<C: Crc32c>(
                     .ok_or(TxError::BufferTooSmall)?
             }
         };
-        if piece.crc_covered() {
+        if plan.mode.crc && piece.crc_covered() {
             crc.update(src);
         }
         out.get_mut(w..w + src.len())
