@@ -237,8 +237,8 @@ pub fn run(file: &Path, hex: bool, default: MpaMode, off: u32) -> Result<(), Str
                 }
                 (
                     MpaMode {
-                        markers: h.markers,
-                        crc: h.crc,
+                        markers: h.markers || default.markers,
+                        crc: h.crc || default.crc,
                     },
                     used,
                     0,
