@@ -25,7 +25,8 @@ pub const fn octets_to_next_marker(stream_off: u32) -> u32 {
 
 /// Whether a marker starts at `stream_off`.
 pub const fn is_marker_position(stream_off: u32) -> bool {
-    stream_off.is_multiple_of(MARKER_INTERVAL)
+    // MARKER_INTERVAL is a power of two.
+    stream_off & (MARKER_INTERVAL - 1) == 0
 }
 
 /// Number of markers inserted into an FPDU with `content_len` octets of
