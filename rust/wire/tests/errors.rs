@@ -569,3 +569,24 @@ fn rtr_negotiation() {
         1
     );
 }
+
+#[test]
+fn tx_plan_errors() {
+    use rsiw_wire::tx::{FpduPlan, TxError};
+    assert_eq!(
+        FpduPlan::new(MODE, 0, 18, 65518),
+        Err(TxError::UlpduTooLong)
+    );
+    assert!(FpduPlan::new(MpaMode::default(), 0, 18, 65517).is_ok());
+    // With markers the last marker of a maximal FPDU would be more than
+    // 65535 octets after its header.
+    assert_eq!(
+        FpduPlan::new(MODE, 0, 18, 65517),
+        Err(TxError::MarkerPtrOverflow)
+    );
+    let mut small = [0u8; 8];
+    assert_eq!(
+        encode_fpdu(MODE, 0, &[0; 18], &[], &mut HostCrc32c::new(), &mut small),
+        Err(TxError::BufferTooSmall)
+    );
+}
