@@ -187,6 +187,12 @@ fn large_fpdu_markers_point_to_header() {
     assert_eq!(&f[512..516], &hex("000001fc")[..]);
     assert_eq!(&f[1024..1028], &hex("000003fc")[..]);
     assert_eq!(f.len(), 2 + 1200 + 2 + 4 + 12);
+    let content = mpa::content_len(1200);
+    let pos: Vec<u32> = markers::MarkerPositions::new(0, content).collect();
+    assert_eq!(pos, vec![0, 512, 1024]);
+    // Near the wrap: FPDU at 2^32 - 600 gets markers at -512 and 0.
+    let pos: Vec<u32> = markers::MarkerPositions::new(0u32.wrapping_sub(600), content).collect();
+    assert_eq!(pos, vec![0u32.wrapping_sub(512), 0]);
 }
 
 #[test]
