@@ -190,9 +190,9 @@ fn large_fpdu_markers_point_to_header() {
     let content = mpa::content_len(1200);
     let pos: Vec<u32> = markers::MarkerPositions::new(0, content).collect();
     assert_eq!(pos, vec![0, 512, 1024]);
-    // Near the wrap: FPDU at 2^32 - 600 gets markers at -512 and 0.
+    // Near the wrap: FPDU at 2^32 - 600 gets markers at -512, 0 and 512.
     let pos: Vec<u32> = markers::MarkerPositions::new(0u32.wrapping_sub(600), content).collect();
-    assert_eq!(pos, vec![0u32.wrapping_sub(512), 0]);
+    assert_eq!(pos, vec![0u32.wrapping_sub(512), 0, 512]);
 }
 
 #[test]
