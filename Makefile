@@ -7,13 +7,15 @@
 #   make check    the whole test suite (host + guest), ends in "N passed, N failed"
 #   make clippy   build the module with CLIPPY=1
 #   make fmt      rustfmt the whole tree
+#   make bench    rsiw vs upstream siw perftest matrix in one guest (~25-40 min),
+#                 results/bench-<date>/ (BENCH_REPS, BENCH_DRIVERS, ... : see tests/bench/bench.sh)
 
 SHELL := /bin/bash
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check host-test guest-test clippy fmt clean
+.PHONY: all module kernel demo check host-test guest-test clippy fmt clean bench
 
 all: module
 
@@ -42,3 +44,20 @@ clean:
 	@kdir=$$($(KDIR_CMD) 2>/dev/null) && \
 	$(MAKE) -C "$$kdir" M=$(ROOT) clean || true
 	@rm -rf $(ROOT)/target
+
+# One guest boot runs the whole matrix (tests/bench/bench.sh); only if a
+# driver oopses the guest does it boot again and resume without that driver.
+# BENCH_* variables from the environment are passed into the guest.
+bench: module
+	@out=$(ROOT)/results/bench-$$(date +%Y%m%d-%H%M%S); mkdir -p "$$out"; t0=$$(date +%s); \
+	vars=$$(for v in $${!BENCH_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
+	for boot in 1 2 3; do \
+		RSIW_CONSOLE=$$out/console-boot$$boot.log $(ROOT)/qemu-images/run -t 5400 \
+			"$$vars BENCH_OUT=$$out $(ROOT)/tests/bench/bench.sh"; rc=$$?; \
+		[ $$rc = 125 ] || break; \
+		echo "bench: the guest died (kernel log: $$out/console-boot$$boot.log); resuming in a new boot"; \
+		grep -m1 -A12 -E 'BUG:|Oops' "$$out/console-boot$$boot.log"; \
+	done; \
+	echo "$$(( $$(date +%s) - t0 ))" >"$$out/wall_seconds"; \
+	echo "bench: $$(( ($$(date +%s) - t0) / 60 )) min, guest exit $$rc"; \
+	/usr/bin/python3 $(ROOT)/tests/bench/report.py "$$out"

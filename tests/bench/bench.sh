@@ -1,0 +1,396 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# `make bench` guest script: the same perftest matrix on rsiw and on upstream
+# siw in ONE guest boot, drivers alternating, BENCH_REPS repetitions, on the
+# standard topology (namespaces rsiw-a/rsiw-b, veth) at each MTU in
+# BENCH_MTUS, plus the TCP ceiling (iperf3) on the same path.
+#
+# Raw results go to results/bench-<date>/ (BENCH_OUT overrides):
+#   results.tsv  one row per measured figure and repetition
+#   runs.log     every command run with its output (both sides)
+#   meta.json    guest-side facts (kernel, versions, parameters)
+# tests/bench/report.py turns them into table.md and bw.png.
+#
+# Never fails: a test that fails for a driver is recorded as status "fail"
+# and the run goes on.  Every perftest/iperf3 process runs under `timeout`,
+# servers are killed after each client, and each run gets a fresh port.
+#
+# Knobs (environment):
+#   BENCH_REPS=3          repetitions (medians are taken by report.py)
+#   BENCH_DRIVERS="rsiw siw"
+#   BENCH_MTUS="1500 9000"
+#   BENCH_DUR=4           seconds per bandwidth/msg-rate/iperf3 run (-D);
+#                         perftest samples the middle DUR-2*MARGIN seconds
+#   BENCH_MARGIN=1        perftest -f margin (warm-up/cool-down) seconds
+#   BENCH_LAT_ITERS=1000  iterations per latency run (-n)
+#   BENCH_BW_SIZES="4096 65536 1048576"  BENCH_LAT_SIZES="64 4096"
+#   BENCH_TESTS="bw lat msgrate"         (subset for quick iteration)
+set -u
+. "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 || {
+	echo "bench: cannot source tests/guest/lib.sh" >&2
+	exit 0
+}
+
+REPS=${BENCH_REPS:-3}
+DRIVERS=${BENCH_DRIVERS:-"rsiw siw"}
+MTUS=${BENCH_MTUS:-"1500 9000"}
+DUR=${BENCH_DUR:-4}
+MARGIN=${BENCH_MARGIN:-1}
+LAT_ITERS=${BENCH_LAT_ITERS:-1000}
+BW_SIZES=${BENCH_BW_SIZES:-"4096 65536 1048576"}
+LAT_SIZES=${BENCH_LAT_SIZES:-"64 4096"}
+TESTS=${BENCH_TESTS:-"bw lat msgrate"}
+MSGRATE_QPS=8
+MSGRATE_SIZE=64
+BW_TIMEOUT=$((DUR + 40))
+LAT_TIMEOUT=90
+NCPU=$(nproc)
+
+OUT=${BENCH_OUT:-$RSIW_REPO/results/bench-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT" || exit 0
+TSV=$OUT/results.tsv
+LOG=$OUT/runs.log
+PROGRESS=$OUT/progress
+[ -f "$TSV" ] || printf 'mtu\trep\tdriver\ttest\tsize\tmetric\tvalue\tunit\tstatus\n' >"$TSV"
+
+PORT=20000
+T0=$(date +%s)
+say() { printf '[bench %4ds] %s\n' $(($(date +%s) - T0)) "$*"; }
+rec() { # mtu rep driver test size metric value unit status
+	local IFS=$'\t'
+	printf '%s\n' "$*" >>"$TSV"
+}
+
+# Device names per driver: <drv>a on va (ns A), <drv>b on vb (ns B).
+dev_a() { echo "${1}a"; }
+dev_b() { echo "${1}b"; }
+
+load_driver() {
+	case $1 in
+	rsiw) load_rsiw ;;
+	siw) load_siw ;;
+	*) return 1 ;;
+	esac
+}
+
+links_up() { # driver
+	links_down
+	add_dev "$NS_A" "$(dev_a "$1")" "$1" va &&
+		add_dev "$NS_B" "$(dev_b "$1")" "$1" vb
+}
+
+links_down() {
+	local d
+	for d in $(rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1); do
+		rdma link delete "$d" 2>/dev/null
+	done
+	true
+}
+
+# Wait until something listens on TCP port $1 in ns B (siw's iw_cm listener
+# is a kernel TCP socket; iperf3 a user one), or the server pid $2 is gone.
+wait_listen() {
+	local i
+	for i in $(seq 1 100); do
+		in_b ss -Htln "sport = :$1" 2>/dev/null | grep -q . && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 2
+}
+
+stop_server() { # pid: give it a moment to finish on its own, then kill
+	local pid=$1 i
+	for i in $(seq 1 30); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -TERM "$pid" 2>/dev/null
+	sleep 0.2
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+# run_pair TMO SERVER_CMD... -- CLIENT_CMD...: server in ns B, client in ns A
+# on a fresh port (appended as "-p PORT" unless the command has @PORT@).
+# Leaves the client output in $COUT, the server's in $SOUT, status in $RC.
+run_pair() {
+	local tmo=$1
+	shift
+	local scmd=() ccmd=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do scmd+=("$1"); shift; done
+	shift
+	ccmd=("$@")
+	PORT=$((PORT + 1))
+	scmd=("${scmd[@]//@PORT@/$PORT}")
+	ccmd=("${ccmd[@]//@PORT@/$PORT}")
+	local sf=/tmp/bench.server cf=/tmp/bench.client
+	ip netns exec "$NS_B" timeout -k 5 "$tmo" "${scmd[@]}" >"$sf" 2>&1 &
+	local spid=$!
+	wait_listen "$PORT" "$spid"
+	local wl=$?
+	if [ $wl = 1 ]; then
+		: >"$cf"
+		echo "(server exited before listening)" >"$cf"
+		RC=98
+	else
+		[ $wl = 2 ] && echo "(no listener seen on port $PORT after 10 s; trying anyway)" >>"$sf"
+		in_a timeout -k 5 "$tmo" "${ccmd[@]}" >"$cf" 2>&1
+		RC=$?
+	fi
+	stop_server "$spid"
+	COUT=$(cat "$cf")
+	SOUT=$(cat "$sf")
+	{
+		echo "=== server: ${scmd[*]}"
+		echo "$SOUT"
+		echo "=== client: ${ccmd[*]} (rc $RC)"
+		echo "$COUT"
+		echo
+	} >>"$LOG"
+}
+
+# /proc/stat sampler for the CPU-cost figure: "uptime busy total" (jiffies)
+# every 0.25 s; bash builtins only, so it costs almost nothing.
+CPU_SAMPLES=/tmp/bench.cpu
+cpu_sampler_start() {
+	(
+		local up rest c u n s i w q sq st
+		while :; do
+			read -r up rest </proc/uptime
+			read -r c u n s i w q sq st rest </proc/stat
+			echo "$up $((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
+			sleep 0.25
+		done
+	) >"$CPU_SAMPLES" 2>/dev/null &
+	CPU_SAMPLER=$!
+}
+cpu_sampler_stop() {
+	read -r CPU_END _ </proc/uptime
+	kill "$CPU_SAMPLER" 2>/dev/null
+	wait "$CPU_SAMPLER" 2>/dev/null
+}
+cpu_window_util() { # busy % of all CPUs over the sample window
+	awk -v end="$CPU_END" -v d="$DUR" -v m="$MARGIN" '
+		BEGIN { t1 = end - m - 0.3; t0 = end - d + m - 0.3 }
+		{ t[NR] = $1; b[NR] = $2; a[NR] = $3 }
+		END {
+			for (k = 1; k <= NR; k++) { if (t[k] <= t0) i = k; if (t[k] <= t1) j = k }
+			if (!i || !j || j <= i || a[j] == a[i]) exit
+			printf "%.1f", 100 * (b[j] - b[i]) / (a[j] - a[i])
+		}' "$CPU_SAMPLES"
+}
+
+# perftest result rows: the line after the header that starts with "#bytes".
+pt_row() { # output -> first data row after the header
+	awk '/#bytes/ {h=1; next} h && NF>=4 && $1 ~ /^[0-9]+$/ {print; exit}' <<<"$1"
+}
+
+PT_COMMON=(-R -F --report_gbits)
+
+bw_test() { # mtu rep drv prog size
+	local mtu=$1 rep=$2 drv=$3 prog=$4 size=$5 cpu=0
+	local tag=${prog#ib_}
+	[ "$prog" = ib_write_bw ] && [ "$size" = 65536 ] && cpu=1
+	[ $cpu = 1 ] && cpu_sampler_start
+	run_pair "$BW_TIMEOUT" \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_b "$drv")" -s "$size" -D "$DUR" -f "$MARGIN" -p @PORT@ -- \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_a "$drv")" -s "$size" -D "$DUR" -f "$MARGIN" -p @PORT@ "$IP_B"
+	[ $cpu = 1 ] && cpu_sampler_stop
+	local row gbps="" st=ok
+	row=$(pt_row "$COUT")
+	[ -n "$row" ] && gbps=$(awk '{print $4}' <<<"$row")
+	if [ $RC != 0 ] || [ -z "$gbps" ] || ! awk -v v="$gbps" 'BEGIN{exit !(v+0 > 0)}'; then
+		st=fail gbps=""
+	fi
+	rec "$mtu" "$rep" "$drv" "$tag" "$size" bw "$gbps" Gb/s "$st"
+	say "$drv mtu $mtu rep $rep $tag $size: ${gbps:-fail} Gb/s"
+	if [ $cpu = 1 ]; then
+		# CPU cost per GB: busy CPU-seconds of the whole guest (both ends
+		# live here) per GB moved, over perftest's sample window (the
+		# DUR-2*MARGIN seconds before the client's last MARGIN+0.3 s; the
+		# client exits right after its run), from /proc/stat samples.
+		# perftest's own --cpu_util column reads 0.00 with siw.
+		local cps="" util="" src=proc_stat
+		if [ $st = ok ]; then
+			util=$(cpu_window_util)
+			[ -n "$util" ] && cps=$(awk -v u="$util" -v n="$NCPU" -v g="$gbps" 'BEGIN{printf "%.3f", (u/100*n)/(g/8)}')
+		fi
+		rec "$mtu" "$rep" "$drv" "$tag" "$size" cpu_s_per_GB "$cps" "cpu-s/GB($src)" "$([ -n "$cps" ] && echo ok || echo fail)"
+		[ -n "$util" ] && rec "$mtu" "$rep" "$drv" "$tag" "$size" cpu_util "$util" "%(of $NCPU cpus)" ok
+		say "$drv mtu $mtu rep $rep $tag $size: cpu ${cps:-fail} cpu-s/GB (util ${util:-?}%)"
+	fi
+}
+
+lat_test() { # mtu rep drv prog size
+	local mtu=$1 rep=$2 drv=$3 prog=$4 size=$5
+	local tag=${prog#ib_}
+	run_pair "$LAT_TIMEOUT" \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_b "$drv")" -s "$size" -n "$LAT_ITERS" -p @PORT@ -- \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_a "$drv")" -s "$size" -n "$LAT_ITERS" -p @PORT@ "$IP_B"
+	local row us="" st=ok
+	row=$(pt_row "$COUT")
+	# #bytes #iterations t_min t_max t_typical t_avg ...
+	[ -n "$row" ] && us=$(awk '{print $5}' <<<"$row")
+	if [ $RC != 0 ] || [ -z "$us" ] || ! awk -v v="$us" 'BEGIN{exit !(v+0 > 0)}'; then
+		st=fail us=""
+	fi
+	rec "$mtu" "$rep" "$drv" "$tag" "$size" lat_typical "$us" us "$st"
+	say "$drv mtu $mtu rep $rep $tag $size: ${us:-fail} us"
+}
+
+msgrate_test() { # mtu rep drv
+	local mtu=$1 rep=$2 drv=$3 prog=ib_send_bw
+	run_pair "$BW_TIMEOUT" \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_b "$drv")" -s "$MSGRATE_SIZE" -q "$MSGRATE_QPS" -D "$DUR" -f "$MARGIN" -p @PORT@ -- \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_a "$drv")" -s "$MSGRATE_SIZE" -q "$MSGRATE_QPS" -D "$DUR" -f "$MARGIN" -p @PORT@ "$IP_B"
+	local row mpps="" st=ok
+	row=$(pt_row "$COUT")
+	# #bytes #iterations BW_peak BW_avg MsgRate[Mpps]
+	[ -n "$row" ] && mpps=$(awk '{print $5}' <<<"$row")
+	if [ $RC != 0 ] || [ -z "$mpps" ] || ! awk -v v="$mpps" 'BEGIN{exit !(v+0 > 0)}'; then
+		st=fail mpps=""
+	fi
+	rec "$mtu" "$rep" "$drv" msgrate_send_q$MSGRATE_QPS "$MSGRATE_SIZE" msgrate "$mpps" Mpps "$st"
+	say "$drv mtu $mtu rep $rep msgrate ${MSGRATE_QPS}qp ${MSGRATE_SIZE}B: ${mpps:-fail} Mpps"
+}
+
+tcp_test() { # mtu rep
+	local mtu=$1 rep=$2
+	run_pair "$BW_TIMEOUT" \
+		iperf3 -s -1 -p @PORT@ -- \
+		iperf3 -c "$IP_B" -p @PORT@ -t "$DUR" -J
+	local gbps="" st=ok
+	gbps=$(python3 -c 'import json,sys
+d=json.loads(sys.stdin.read()); print("%.3f" % (d["end"]["sum_received"]["bits_per_second"]/1e9))' <<<"$COUT" 2>/dev/null)
+	if [ $RC != 0 ] || [ -z "$gbps" ]; then st=fail gbps=""; fi
+	rec "$mtu" "$rep" tcp iperf3 stream bw "$gbps" Gb/s "$st"
+	say "tcp mtu $mtu rep $rep iperf3: ${gbps:-fail} Gb/s"
+}
+
+matrix() { # mtu rep drv
+	local mtu=$1 rep=$2 drv=$3 p s
+	if ! links_up "$drv"; then
+		say "$drv: rdma link add failed; its tests are recorded as fail"
+		echo "=== rdma link add for $drv failed" >>"$LOG"
+	fi
+	for t in $TESTS; do
+		case $t in
+		bw) for p in ib_write_bw ib_read_bw ib_send_bw; do
+			for s in $BW_SIZES; do bw_test "$mtu" "$rep" "$drv" "$p" "$s"; done
+		done ;;
+		lat) for p in ib_write_lat ib_send_lat ib_read_lat; do
+			for s in $LAT_SIZES; do lat_test "$mtu" "$rep" "$drv" "$p" "$s"; done
+		done ;;
+		msgrate) msgrate_test "$mtu" "$rep" "$drv" ;;
+		esac
+	done
+	links_down
+}
+
+# The standard topology (lib.sh topo_up), but with distinct ifindexes for va
+# and vb: topo_up creates both ends straight into their namespaces, so both
+# get the same ifindex, and upstream siw binds a wildcard listener to its
+# netdev's ifindex in the *listener's* namespace; with rdma_cm listening on
+# every device (siwa and siwb are both visible), siwa's listener then takes
+# vb's ifindex in ns B and siwb's listen fails with EADDRINUSE.
+bench_topo_up() { # mtu
+	topo_up "$1" || return 1
+	in_a ip link del va || return 1
+	ip link add va netns "$NS_A" mtu "$1" index 101 type veth peer name vb netns "$NS_B" mtu "$1" index 102 &&
+		in_a ip addr add "$IP_A/24" dev va && in_b ip addr add "$IP_B/24" dev vb &&
+		in_a ip link set va up && in_b ip link set vb up
+}
+
+# ---- resume after a guest crash
+# Each unit (one driver's matrix, or one iperf3 run, at one MTU and rep) is
+# bracketed by "start"/"done" lines in $PROGRESS.  If a driver oopses the
+# guest, `make bench` boots again with the same BENCH_OUT: finished units are
+# skipped, and the driver that was running is marked crashed (its remaining
+# units are recorded as "crash" rather than run again).
+CRASHED=""
+if [ -s "$PROGRESS" ]; then
+	last=$(tail -1 "$PROGRESS")
+	if [ "${last%% *}" = start ]; then
+		read -r _ cmtu crep cdrv <<<"$last"
+		echo "crashed $cmtu $crep $cdrv" >>"$PROGRESS"
+		echo "=== guest died during $cdrv mtu $cmtu rep $crep; resumed in a new boot" >>"$LOG"
+		rec "$cmtu" "$crep" "$cdrv" all - - "" - crash
+		echo "done $cmtu $crep $cdrv" >>"$PROGRESS"
+	fi
+	CRASHED=$(awk '$1 == "crashed" {print $4}' "$PROGRESS" | sort -u | tr '\n' ' ')
+fi
+unit_done() { grep -qx "done $1 $2 $3" "$PROGRESS" 2>/dev/null; }
+is_crashed() { [[ " $CRASHED " == *" $1 "* ]]; }
+
+# ---- meta
+ver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null; }
+rsiw_ver=$(git -C "$RSIW_REPO" rev-parse --short HEAD 2>/dev/null)
+[ -f "$OUT/meta.json" ] || cat >"$OUT/meta.json" <<EOF
+{
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "guest_kernel": "$(uname -r)",
+  "guest_kernel_version": "$(uname -v)",
+  "guest_cpus": $NCPU,
+  "guest_mem_kib": $(awk '/MemTotal/ {print $2}' /proc/meminfo),
+  "guest_cpu_model": "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)",
+  "qemu_version": "$(qemu-system-x86_64 --version 2>/dev/null | head -1)",
+  "rdma_core": "$(ver rdma-core)",
+  "perftest": "$(ver perftest)",
+  "iperf3": "$(ver iperf3)",
+  "rsiw_commit": "${rsiw_ver:-unknown}",
+  "reps": $REPS,
+  "drivers": "$DRIVERS",
+  "mtus": "$MTUS",
+  "duration_s": $DUR,
+  "margin_s": $MARGIN,
+  "lat_iters": $LAT_ITERS,
+  "bw_sizes": "$BW_SIZES",
+  "lat_sizes": "$LAT_SIZES",
+  "msgrate": "ib_send_bw -q $MSGRATE_QPS -s $MSGRATE_SIZE",
+  "perftest_flags": "${PT_COMMON[*]}"
+}
+EOF
+
+say "results in $OUT${CRASHED:+ (resumed; crashed so far: $CRASHED)} (reps $REPS, drivers '$DRIVERS', mtus '$MTUS', -D $DUR -f $MARGIN, lat -n $LAT_ITERS)"
+for drv in $DRIVERS; do
+	load_driver "$drv" || say "cannot load $drv; its tests will fail"
+done
+
+kmsg_mark
+for mtu in $MTUS; do
+	bench_topo_up "$mtu" || { say "topology with MTU $mtu failed"; continue; }
+	for rep in $(seq 1 "$REPS"); do
+		# Alternate the driver order between repetitions.
+		order=$DRIVERS
+		[ $((rep % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$DRIVERS" | tac | tr '\n' ' ')
+		for drv in $order tcp; do
+			unit_done "$mtu" "$rep" "$drv" && continue
+			if is_crashed "$drv"; then
+				rec "$mtu" "$rep" "$drv" all - - "" - crash
+				say "$drv mtu $mtu rep $rep: skipped ($drv crashed the guest earlier)"
+			else
+				echo "start $mtu $rep $drv" >>"$PROGRESS"
+				sync
+				if [ "$drv" = tcp ]; then
+					tcp_test "$mtu" "$rep"
+				else
+					matrix "$mtu" "$rep" "$drv"
+				fi
+			fi
+			echo "done $mtu $rep $drv" >>"$PROGRESS"
+			sync
+		done
+	done
+	links_down
+	topo_down
+done
+
+bad=$(dmesg | tail -n +"$((KMSG_LINE + 1))" | grep -E "$KMSG_BAD")
+if [ -n "$bad" ]; then
+	say "kernel log warnings during the run (see $OUT/kmsg.txt)"
+fi
+dmesg >"$OUT/kmsg.txt"
+say "done: $(grep -c $'\tok$' "$TSV") ok, $(grep -c $'\tfail$' "$TSV") fail"
+sync
+exit 0

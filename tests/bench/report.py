@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn a `make bench` run (results/bench-<date>/) into a table and a chart.
+
+    tests/bench/report.py [RESULTS_DIR]     (default: the newest results/bench-*)
+
+Reads results.tsv and meta.json written by tests/bench/bench.sh in the guest;
+prints a Markdown table (medians over the repetitions, each figure for rsiw
+and siw, the ratio rsiw/siw, and rsiw throughput / TCP ceiling), writes it to
+RESULTS_DIR/table.md, and draws RESULTS_DIR/bw.png (bandwidth against message
+size for rsiw, siw and TCP, one panel per MTU).  Host facts (CPU model, QEMU
+version) are recorded in RESULTS_DIR/host.json the first time it runs.
+"""
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DRIVERS = ("rsiw", "siw")
+
+BW_TESTS = [("write_bw", "ib_write_bw"), ("read_bw", "ib_read_bw"), ("send_bw", "ib_send_bw")]
+LAT_TESTS = [("write_lat", "ib_write_lat"), ("send_lat", "ib_send_lat"), ("read_lat", "ib_read_lat")]
+
+
+def size_label(s):
+    s = int(s)
+    if s >= 1 << 20 and s % (1 << 20) == 0:
+        return f"{s >> 20} MiB"
+    if s >= 1 << 10 and s % (1 << 10) == 0:
+        return f"{s >> 10} KiB"
+    return f"{s} B"
+
+
+def host_facts(out):
+    path = os.path.join(out, "host.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        qemu = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True,
+                              text=True, timeout=10).stdout.splitlines()[0]
+    except Exception:  # noqa: BLE001 - any failure just means "unknown"
+        qemu = "unknown"
+    facts = {"host_cpu_model": cpu, "host_cpus": os.cpu_count(), "host_kernel": platform.release(),
+             "qemu_version": qemu}
+    try:
+        with open(path, "w") as f:
+            json.dump(facts, f, indent=2)
+            f.write("\n")
+    except OSError:
+        pass
+    return facts
+
+
+def load(out):
+    rows = []
+    with open(os.path.join(out, "results.tsv")) as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            rows.append(r)
+    meta = {}
+    try:
+        with open(os.path.join(out, "meta.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        pass
+    return rows, meta
+
+
+class Results:
+    def __init__(self, rows, reps):
+        self.reps = reps
+        self.vals = defaultdict(list)  # (mtu, driver, test, size, metric) -> [float]
+        self.seen = defaultdict(int)  # same key -> attempts
+        self.crashed = set()  # (mtu, driver)
+        for r in rows:
+            if r["status"] == "crash":
+                self.crashed.add((r["mtu"], r["driver"]))
+                continue
+            key = (r["mtu"], r["driver"], r["test"], r["size"], r["metric"])
+            self.seen[key] += 1
+            if r["status"] == "ok" and r["value"]:
+                try:
+                    self.vals[key].append(float(r["value"]))
+                except ValueError:
+                    pass
+
+    def median(self, mtu, drv, test, size, metric):
+        v = self.vals.get((mtu, drv, test, str(size), metric))
+        return statistics.median(v) if v else None
+
+    def note(self, mtu, drv, test, size, metric):
+        """'' when every repetition succeeded, else ' (k/n)'."""
+        key = (mtu, drv, test, str(size), metric)
+        k = len(self.vals.get(key, []))
+        n = max(self.seen.get(key, 0), self.reps)
+        return "" if k == n else f" ({k}/{n})"
+
+    def cell(self, mtu, drv, test, size, metric, fmt):
+        m = self.median(mtu, drv, test, size, metric)
+        if m is None:
+            return "crash" if (mtu, drv) in self.crashed else "fail"
+        return fmt(m) + self.note(mtu, drv, test, size, metric)
+
+
+def fmt_g(v):
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    if v >= 0.1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.2f}"
+
+
+def table(res, meta, host, mtus):
+    lines = []
+    add = lines.append
+    reps = meta.get("reps", res.reps)
+    add("# rsiw vs siw: `make bench`")
+    add("")
+    add(f"- date: {meta.get('date', '?')}, rsiw commit {meta.get('rsiw_commit', '?')}")
+    add(f"- guest kernel: {meta.get('guest_kernel', '?')} ({meta.get('guest_kernel_version', '')}), "
+        f"{meta.get('guest_cpus', '?')} vCPUs, {int(meta.get('guest_mem_kib', 0)) // 1024} MiB, QEMU TCG")
+    add(f"- QEMU: {host.get('qemu_version') or meta.get('qemu_version', '?')}")
+    add(f"- host CPU: {host.get('host_cpu_model', '?')} ({host.get('host_cpus', '?')} CPUs), "
+        f"host kernel {host.get('host_kernel', '?')}")
+    add(f"- user space: rdma-core {meta.get('rdma_core', '?')}, perftest {meta.get('perftest', '?')}, "
+        f"iperf3 {meta.get('iperf3', '?')}")
+    add(f"- method: namespaces rsiw-a/rsiw-b over veth; perftest `{meta.get('perftest_flags', '-R')}`, "
+        f"server in ns B; bandwidth and message rate `-D {meta.get('duration_s', '?')} "
+        f"-f {meta.get('margin_s', '?')}`; latency `-n {meta.get('lat_iters', '?')}` (typical); "
+        f"message rate `{meta.get('msgrate', '?')}`; iperf3 one stream, `-t {meta.get('duration_s', '?')}`; "
+        f"medians of {reps} repetitions, drivers alternating in one boot")
+    if os.path.exists(os.path.join(OUT, "wall_seconds")):
+        with open(os.path.join(OUT, "wall_seconds")) as f:
+            add(f"- wall time of `make bench`: {int(f.read().strip()) / 60:.1f} min")
+    crashed = sorted({d for _, d in res.crashed})
+    if crashed:
+        add(f"- **crashed the guest**: {', '.join(crashed)} (the run resumed in a new boot without it; "
+            f"see console-boot*.log)")
+    add("")
+    add("`fail`: the test did not produce a result for that driver; `(k/n)`: median of the k of n "
+        "repetitions that succeeded. Ratio = rsiw/siw (for latency and CPU cost, lower is better).")
+    for mtu in mtus:
+        tcp = res.median(mtu, "tcp", "iperf3", "stream", "bw")
+        add("")
+        add(f"## MTU {mtu}")
+        add("")
+        add("| test | size | unit | rsiw | siw | rsiw/siw | rsiw/TCP | siw/TCP |")
+        add("|---|---|---|---|---|---|---|---|")
+        sizes = sorted({int(k[3]) for k in res.seen if k[0] == mtu and k[4] == "bw" and k[2].endswith("_bw")})
+        for test, prog in BW_TESTS:
+            for s in sizes:
+                r = res.median(mtu, "rsiw", test, s, "bw")
+                v = res.median(mtu, "siw", test, s, "bw")
+                add(f"| {prog} | {size_label(s)} | Gb/s | {res.cell(mtu, 'rsiw', test, s, 'bw', fmt_g)} | "
+                    f"{res.cell(mtu, 'siw', test, s, 'bw', fmt_g)} | {ratio(r, v)} | {ratio(r, tcp)} | "
+                    f"{ratio(v, tcp)} |")
+        lsizes = sorted({int(k[3]) for k in res.seen if k[0] == mtu and k[4] == "lat_typical"})
+        for test, prog in LAT_TESTS:
+            for s in lsizes:
+                r = res.median(mtu, "rsiw", test, s, "lat_typical")
+                v = res.median(mtu, "siw", test, s, "lat_typical")
+                add(f"| {prog} (typical) | {size_label(s)} | us | "
+                    f"{res.cell(mtu, 'rsiw', test, s, 'lat_typical', fmt_g)} | "
+                    f"{res.cell(mtu, 'siw', test, s, 'lat_typical', fmt_g)} | {ratio(r, v)} | | |")
+        for k in sorted({k for k in res.seen if k[0] == mtu and k[4] == "msgrate"}):
+            test, s = k[2], k[3]
+            r = res.median(mtu, "rsiw", test, s, "msgrate")
+            v = res.median(mtu, "siw", test, s, "msgrate")
+            f = lambda m: f"{m:.4f}"  # noqa: E731
+            add(f"| msg rate ({meta.get('msgrate', test)}) | {size_label(s)} | Mpps | "
+                f"{res.cell(mtu, 'rsiw', test, s, 'msgrate', f)} | {res.cell(mtu, 'siw', test, s, 'msgrate', f)} | "
+                f"{ratio(r, v)} | | |")
+        for k in sorted({k for k in res.seen if k[0] == mtu and k[4] == "cpu_s_per_GB"}):
+            test, s = k[2], k[3]
+            r = res.median(mtu, "rsiw", test, s, "cpu_s_per_GB")
+            v = res.median(mtu, "siw", test, s, "cpu_s_per_GB")
+            add(f"| CPU cost, ib_{test} | {size_label(s)} | CPU-s/GB | "
+                f"{res.cell(mtu, 'rsiw', test, s, 'cpu_s_per_GB', fmt_g)} | "
+                f"{res.cell(mtu, 'siw', test, s, 'cpu_s_per_GB', fmt_g)} | {ratio(r, v)} | | |")
+        add(f"| TCP ceiling (iperf3, 1 stream) | - | Gb/s | | | | "
+            f"{res.cell(mtu, 'tcp', 'iperf3', 'stream', 'bw', fmt_g)} | |")
+    add("")
+    add("Bandwidth chart: `bw.png` (bandwidth against message size; rsiw solid, siw dashed, TCP dotted).")
+    return "\n".join(lines) + "\n"
+
+
+def chart(res, mtus, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: matplotlib missing (Debian python3-matplotlib); no chart", file=sys.stderr)
+        return False
+    fig, axes = plt.subplots(1, len(mtus), figsize=(6.5 * len(mtus), 4.8), squeeze=False)
+    colors = {"write_bw": "tab:blue", "read_bw": "tab:green", "send_bw": "tab:orange"}
+    for ax, mtu in zip(axes[0], mtus):
+        sizes = sorted({int(k[3]) for k in res.seen if k[0] == mtu and k[4] == "bw" and k[2].endswith("_bw")})
+        for drv, style in (("rsiw", "-"), ("siw", "--")):
+            for test, prog in BW_TESTS:
+                pts = [(s, res.median(mtu, drv, test, s, "bw")) for s in sizes]
+                pts = [(s, v) for s, v in pts if v is not None]
+                label = f"{drv} {prog}"
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o",
+                            color=colors[test], label=label, linewidth=2 if drv == "rsiw" else 1.3)
+                else:
+                    ax.plot([], [], style, color=colors[test], label=f"{label}: no result")
+        tcp = res.median(mtu, "tcp", "iperf3", "stream", "bw")
+        if tcp is not None and sizes:
+            ax.axhline(tcp, color="black", linestyle=":", label=f"TCP iperf3 ({tcp:.2f} Gb/s)")
+        ax.set_xscale("log", base=2)
+        if sizes:
+            ax.set_xticks(sizes)
+            ax.set_xticklabels([size_label(s) for s in sizes])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("message size")
+        ax.set_ylabel("Gb/s (median)")
+        ax.set_title(f"MTU {mtu}: bandwidth vs message size")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    fig.suptitle("rsiw vs upstream siw (perftest -R, netns veth, QEMU TCG)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main():
+    global OUT
+    if len(sys.argv) > 1:
+        OUT = os.path.abspath(sys.argv[1])
+    else:
+        base = os.path.join(ROOT, "results")
+        runs = sorted(d for d in os.listdir(base) if d.startswith("bench-")) if os.path.isdir(base) else []
+        if not runs:
+            sys.exit("report: no results/bench-* directory")
+        OUT = os.path.join(base, runs[-1])
+    if not os.path.exists(os.path.join(OUT, "results.tsv")):
+        sys.exit(f"report: {OUT}/results.tsv missing (did the guest run?)")
+    rows, meta = load(OUT)
+    host = host_facts(OUT)
+    res = Results(rows, int(meta.get("reps", 1)))
+    mtus = [m for m in str(meta.get("mtus", "")).split() if any(k[0] == m for k in res.seen)]
+    if not mtus:
+        mtus = sorted({k[0] for k in res.seen}, key=int)
+    md = table(res, meta, host, mtus)
+    with open(os.path.join(OUT, "table.md"), "w") as f:
+        f.write(md)
+    print(md)
+    if chart(res, mtus, os.path.join(OUT, "bw.png")):
+        print(f"report: {os.path.relpath(OUT, ROOT)}/table.md and bw.png")
+
+
+OUT = ""
+if __name__ == "__main__":
+    main()
