@@ -5,7 +5,12 @@
 //! and posting of kernel work requests.
 
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
 
 use crate::cq::Cq;
 use crate::device::{count_down, count_up, limits, Device};
@@ -14,10 +19,13 @@ use crate::kif::{
     ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
     net::NetDev,
     queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE, WQE_VALID},
+    sock::Socket,
     sync::SpinLockIrq,
     wr::{RecvWrs, SendKind, SendWrs},
 };
 use crate::mem::access;
+use crate::qp_rx::RxState;
+use crate::qp_tx::{Irq, Orq, TxState};
 use crate::srq::Srq;
 use crate::verbs::Rsiw;
 
@@ -123,6 +131,18 @@ pub struct QpInner {
     pub ord: u32,
 }
 
+/// The MPA connection of a QP in RTS: its socket and what was negotiated.
+pub struct Conn {
+    /// The TCP socket (its upcalls go to the QP while it is in RTS).
+    pub sock: Socket,
+    /// MPA markers in use (both directions).
+    pub markers: bool,
+    /// MPA CRC in use.
+    pub crc: bool,
+    /// Largest ULPDU of one FPDU (from the connection's EMSS).
+    pub mulpdu: u32,
+}
+
 /// Fixed QP sizes.
 #[derive(Clone, Copy, Debug)]
 pub struct QpCaps {
@@ -166,6 +186,36 @@ pub struct Qp {
     pub inner: SpinLockIrq<QpInner>,
     #[pin]
     mappings: Mutex<KVec<UserMapping>>,
+    /// The connection, while in RTS (and until teardown).
+    #[pin]
+    pub conn: SpinLockIrq<Option<Arc<Conn>>>,
+    /// Receive side state (deframer, message in progress).
+    #[pin]
+    pub rx: SpinLockIrq<RxState>,
+    /// Transmit side state (work request in progress).
+    #[pin]
+    pub tx: Mutex<TxState>,
+    /// Outbound RDMA Reads awaiting their response (ORD).
+    #[pin]
+    pub orq: SpinLockIrq<Orq>,
+    /// Inbound RDMA Reads to answer (IRD).
+    #[pin]
+    pub irq: SpinLockIrq<Irq>,
+    /// The transmit work item.
+    #[pin]
+    tx_work: Work<Qp>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Qp { self.tx_work }
+}
+
+impl WorkItem for Qp {
+    type Pointer = Arc<Qp>;
+
+    fn run(this: Arc<Qp>) {
+        crate::qp_tx::run(&this);
+    }
 }
 
 /// `struct siw_uresp_create_qp`.
@@ -266,6 +316,12 @@ impl Qp {
                     ord: 0,
                 }),
                 mappings <- new_mutex!(mappings),
+                conn <- crate::new_spinlock_irq!(None),
+                rx <- crate::new_spinlock_irq!(RxState::new()),
+                tx <- new_mutex!(TxState::new()),
+                orq <- crate::new_spinlock_irq!(Orq::new()),
+                irq <- crate::new_spinlock_irq!(Irq::new()),
+                tx_work <- new_work!("rsiw::qp_tx"),
             }),
             GFP_KERNEL,
         )?;
@@ -651,9 +707,30 @@ impl Qp {
         Ok(())
     }
 
+    /// Schedules the transmit work (a no-op if already scheduled).
+    pub fn schedule_tx(self: &Arc<Self>) {
+        let _ = crate::kif::wq::queue().enqueue(self.clone());
+    }
+
+    /// The connection, if the QP has one.
+    pub fn conn(&self) -> Option<Arc<Conn>> {
+        self.conn.lock().clone()
+    }
+
+    /// Drops the connection: the socket's upcalls go back to TCP and the
+    /// socket is closed once the last user lets go.
+    pub fn drop_conn(&self) {
+        let c = self.conn.lock().take();
+        if let Some(c) = c {
+            c.sock.detach();
+            c.sock.shutdown();
+        }
+    }
+
     /// Destroys the QP: error state, flush, unmap, forget the QP number.
     pub fn destroy(self: Arc<Self>, dev: &Device) {
         self.set_error();
+        self.drop_conn();
         drop(core::mem::replace(&mut *self.mappings.lock(), KVec::new()));
         dev.qp_xa.erase(self.id());
         count_down(&dev.num_qp);

@@ -11,6 +11,8 @@
 //! * The driver proper ([`device`], [`verbs`], ...) is built on [`kif`] and
 //!   contains no `unsafe` and no raw bindings.
 
+#![recursion_limit = "256"]
+
 use kernel::{c_str, prelude::*};
 
 pub mod cq;
@@ -18,6 +20,7 @@ pub mod device;
 pub mod kif;
 pub mod mem;
 pub mod qp;
+pub mod qp_rx;
 pub mod qp_tx;
 pub mod srq;
 pub mod verbs;
@@ -35,13 +38,20 @@ module! {
 ///
 /// Dropping it removes the link type and unregisters every rsiw device.
 struct Rsiw {
+    // Dropped in order: the link type and all devices first, then the
+    // workqueue (which drains whatever they left queued).
     _link: Pin<KBox<kif::net::LinkRegistration>>,
+    _wq: kif::wq::WqOwner,
 }
 
 impl kernel::Module for Rsiw {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let wq = kif::wq::WqOwner::new()?;
         let link = kif::net::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
         pr_info!("soft-iWARP device type 'rsiw' registered\n");
-        Ok(Rsiw { _link: link })
+        Ok(Rsiw {
+            _link: link,
+            _wq: wq,
+        })
     }
 }

@@ -10,8 +10,10 @@ pub mod ib;
 pub mod mem;
 pub mod net;
 pub mod queue;
+pub mod sock;
 pub mod sync;
 pub mod udata;
+pub mod wq;
 pub mod wr;
 pub mod xarray;
 
@@ -88,6 +90,31 @@ mod glue {
             max: usize,
         ) -> usize;
         pub(crate) fn rsiw_page_address(page: *mut bindings::page) -> *mut kernel::ffi::c_void;
+        pub(crate) fn rsiw_sk_attach(
+            s: *mut bindings::socket,
+            ctx: *mut kernel::ffi::c_void,
+        ) -> i32;
+        pub(crate) fn rsiw_sk_detach(s: *mut bindings::socket) -> *mut kernel::ffi::c_void;
+        pub(crate) fn rsiw_sk_read(sk: *mut bindings::sock, ctx: *mut kernel::ffi::c_void) -> i32;
+        pub(crate) fn rsiw_sk_read_locked(
+            s: *mut bindings::socket,
+            ctx: *mut kernel::ffi::c_void,
+        ) -> i32;
+        pub(crate) fn rsiw_sk_state(s: *mut bindings::socket) -> i32;
+        pub(crate) fn rsiw_sock_sk(s: *mut bindings::socket) -> *mut bindings::sock;
+        pub(crate) fn rsiw_sock_send(
+            s: *mut bindings::socket,
+            vec: *mut bindings::kvec,
+            n: usize,
+            len: usize,
+            more: bool,
+        ) -> i32;
+        pub(crate) fn rsiw_sock_recv(
+            s: *mut bindings::socket,
+            buf: *mut kernel::ffi::c_void,
+            len: usize,
+        ) -> i32;
+        pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
         pub(crate) fn rsiw_mpa_crc_required() -> bool;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
     }

@@ -7,6 +7,10 @@
 #include <linux/netdevice.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
+#include <linux/skbuff.h>
+#include <linux/tcp.h>
+#include <net/sock.h>
+#include <net/tcp.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -123,4 +127,164 @@ size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
 void *rsiw_page_address(struct page *page)
 {
 	return page_address(page);
+}
+
+/*
+ * Socket upcalls.  sk_user_data points to a hook that remembers the
+ * original callbacks and the Rust context; it is read under
+ * sk_callback_lock, which rsiw_sk_detach() takes for writing.
+ */
+struct rsiw_sk_hook {
+	void (*data_ready)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+	void (*write_space)(struct sock *sk);
+	void *ctx;
+};
+
+static void rsiw_sk_upcall(struct sock *sk, int event)
+{
+	struct rsiw_sk_hook *h;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	h = sk->sk_user_data;
+	if (h)
+		rsiw_sock_event(h->ctx, sk, event, sk->sk_state);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void rsiw_sk_data_ready(struct sock *sk)
+{
+	rsiw_sk_upcall(sk, RSIW_SK_DATA);
+}
+
+static void rsiw_sk_state_change(struct sock *sk)
+{
+	rsiw_sk_upcall(sk, RSIW_SK_STATE);
+}
+
+static void rsiw_sk_write_space(struct sock *sk)
+{
+	rsiw_sk_upcall(sk, RSIW_SK_SPACE);
+}
+
+int rsiw_sk_attach(struct socket *s, void *ctx)
+{
+	struct sock *sk = s->sk;
+	struct rsiw_sk_hook *h = kzalloc(sizeof(*h), GFP_KERNEL);
+
+	if (!h)
+		return -ENOMEM;
+	h->ctx = ctx;
+	write_lock_bh(&sk->sk_callback_lock);
+	h->data_ready = sk->sk_data_ready;
+	h->state_change = sk->sk_state_change;
+	h->write_space = sk->sk_write_space;
+	sk->sk_user_data = h;
+	sk->sk_data_ready = rsiw_sk_data_ready;
+	sk->sk_state_change = rsiw_sk_state_change;
+	sk->sk_write_space = rsiw_sk_write_space;
+	write_unlock_bh(&sk->sk_callback_lock);
+	return 0;
+}
+
+void *rsiw_sk_detach(struct socket *s)
+{
+	struct sock *sk = s->sk;
+	struct rsiw_sk_hook *h;
+	void *ctx = NULL;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	h = sk->sk_user_data;
+	if (h) {
+		sk->sk_data_ready = h->data_ready;
+		sk->sk_state_change = h->state_change;
+		sk->sk_write_space = h->write_space;
+		sk->sk_user_data = NULL;
+		ctx = h->ctx;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	kfree(h);
+	return ctx;
+}
+
+struct rsiw_rx_desc {
+	void *ctx;
+	int err;
+};
+
+static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
+			 unsigned int off, size_t len)
+{
+	struct rsiw_rx_desc *d = rd->arg.data;
+	struct skb_seq_state st;
+	unsigned int done = 0, n;
+	const u8 *data;
+	int r;
+
+	skb_prepare_seq_read(skb, off, off + len, &st);
+	while ((n = skb_seq_read(done, &data, &st)) != 0) {
+		r = rsiw_sock_rx(d->ctx, data, n);
+		if (r < 0) {
+			d->err = r;
+			rd->count = 0;
+			skb_abort_seq_read(&st);
+			return done;
+		}
+		done += n;
+	}
+	return done;
+}
+
+/* Pull all queued bytes into the Rust receive path (softirq context). */
+int rsiw_sk_read(struct sock *sk, void *ctx)
+{
+	struct rsiw_rx_desc d = { .ctx = ctx };
+	read_descriptor_t rd = { .arg.data = &d, .count = 1 };
+
+	tcp_read_sock(sk, &rd, rsiw_rx_actor);
+	return d.err;
+}
+
+/* The same from process context, for data queued before a hook change. */
+int rsiw_sk_read_locked(struct socket *s, void *ctx)
+{
+	int r;
+
+	lock_sock(s->sk);
+	r = rsiw_sk_read(s->sk, ctx);
+	release_sock(s->sk);
+	return r;
+}
+
+int rsiw_sk_state(struct socket *s)
+{
+	return READ_ONCE(s->sk->sk_state);
+}
+
+struct sock *rsiw_sock_sk(struct socket *s)
+{
+	return s->sk;
+}
+
+int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
+		   bool more)
+{
+	struct msghdr msg = {
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
+	};
+
+	return kernel_sendmsg(s, &msg, vec, n, len);
+}
+
+int rsiw_sock_recv(struct socket *s, void *buf, size_t len)
+{
+	struct kvec v = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	return kernel_recvmsg(s, &msg, &v, 1, len, MSG_DONTWAIT);
+}
+
+struct workqueue_struct *rsiw_alloc_wq(void)
+{
+	return alloc_workqueue("rsiw", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
 }

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel TCP sockets for MPA connections: creation, bind/listen/accept,
+//! connect, sending kvecs, non-blocking receive, and the socket upcalls
+//! (`sk_data_ready`, `sk_state_change`, `sk_write_space`) routed to a
+//! [`SockEvents`] handler for as long as it is attached.
+
+use core::ptr::NonNull;
+use kernel::{bindings, prelude::*, sync::Arc};
+
+use super::glue;
+
+/// TCP states (`TCP_ESTABLISHED`, ...), as far as rsiw cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpState {
+    /// Connected.
+    Established,
+    /// The peer closed its side.
+    CloseWait,
+    /// Fully closed or reset.
+    Closed,
+    /// Listening.
+    Listen,
+    /// Anything else (handshakes, our own close in progress).
+    Other,
+}
+
+impl TcpState {
+    fn from_raw(s: i32) -> Self {
+        match s as u32 {
+            bindings::TCP_ESTABLISHED => Self::Established,
+            bindings::TCP_CLOSE_WAIT => Self::CloseWait,
+            bindings::TCP_CLOSE => Self::Closed,
+            bindings::TCP_LISTEN => Self::Listen,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A socket address (`struct sockaddr_storage`), IPv4 or IPv6.
+#[derive(Clone, Copy)]
+pub struct SockAddr(pub(crate) bindings::__kernel_sockaddr_storage);
+
+impl SockAddr {
+    /// The address family (`AF_INET` or `AF_INET6`).
+    pub fn family(&self) -> u16 {
+        // SAFETY: `ss_family` is the first member of every variant.
+        unsafe { self.0.__bindgen_anon_1.__bindgen_anon_1.ss_family }
+    }
+
+    /// Whether this is an IPv6 address.
+    pub fn is_v6(&self) -> bool {
+        self.family() == bindings::AF_INET6 as u16
+    }
+
+    fn len(&self) -> i32 {
+        if self.is_v6() {
+            core::mem::size_of::<bindings::sockaddr_in6>() as i32
+        } else {
+            core::mem::size_of::<bindings::sockaddr_in>() as i32
+        }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::sockaddr {
+        core::ptr::from_ref(&self.0).cast_mut().cast()
+    }
+
+    fn zeroed() -> Self {
+        // SAFETY: all-zero is a valid sockaddr storage.
+        Self(unsafe { core::mem::zeroed() })
+    }
+}
+
+/// What a handler does with socket upcalls. `data_ready` runs in softirq
+/// context with the socket locked; it may read the queued data with
+/// [`SockRx::pull`].
+pub trait SockEvents: Send + Sync + 'static {
+    /// New data arrived.
+    fn data_ready(&self, rx: &mut SockRx<'_>);
+    /// The TCP state changed.
+    fn state_change(&self, state: TcpState);
+    /// Send buffer space became available.
+    fn write_space(&self) {}
+}
+
+/// Access to the receive queue during a `data_ready` upcall.
+pub struct SockRx<'a> {
+    sk: NonNull<bindings::sock>,
+    _p: core::marker::PhantomData<&'a ()>,
+}
+
+/// A handler of received bytes (`&mut dyn` behind a thin pointer).
+type RxFn<'a> = &'a mut dyn FnMut(&[u8]) -> Result;
+
+impl SockRx<'_> {
+    /// Feeds all queued data to `f`, in order, consuming it; stops at the
+    /// first error `f` returns (the rest stays queued).
+    pub fn pull(&mut self, f: &mut dyn FnMut(&[u8]) -> Result) -> Result {
+        let mut f: RxFn<'_> = f;
+        let ctx = core::ptr::from_mut(&mut f).cast::<kernel::ffi::c_void>();
+        // SAFETY: called from the upcall with the socket locked; `ctx`
+        // points to `f` for the duration of the call (see `rsiw_sock_rx`).
+        let r = unsafe { glue::rsiw_sk_read(self.sk.as_ptr(), ctx) };
+        kernel::error::to_result(r)
+    }
+}
+
+/// The Rust end of `rsiw_sk_read`'s actor.
+///
+/// # Safety
+///
+/// `ctx` is the `RxFn` pointer of a live `SockRx::pull` (or
+/// `Socket::pull_locked`) call; `data` is valid for `len` octets.
+#[no_mangle]
+unsafe extern "C" fn rsiw_sock_rx(
+    ctx: *mut kernel::ffi::c_void,
+    data: *const u8,
+    len: usize,
+) -> i32 {
+    // SAFETY: per the contract.
+    let (f, d) = unsafe {
+        (
+            &mut *ctx.cast::<RxFn<'_>>(),
+            core::slice::from_raw_parts(data, len),
+        )
+    };
+    match f(d) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The context the C hook carries: the attached handler.
+type Hook = Arc<dyn SockEvents>;
+
+/// The Rust end of the socket upcalls.
+///
+/// # Safety
+///
+/// Called by the glue with the socket callback lock read-held, so `ctx`
+/// (a boxed [`Hook`] from `attach`) stays alive for the call.
+#[no_mangle]
+unsafe extern "C" fn rsiw_sock_event(
+    ctx: *mut kernel::ffi::c_void,
+    sk: *mut bindings::sock,
+    ev: i32,
+    state: i32,
+) {
+    // SAFETY: per the contract.
+    let h = unsafe { &*ctx.cast::<Hook>() };
+    match ev {
+        0 => {
+            let Some(sk) = NonNull::new(sk) else { return };
+            let mut rx = SockRx {
+                sk,
+                _p: core::marker::PhantomData,
+            };
+            h.data_ready(&mut rx);
+        }
+        1 => h.state_change(TcpState::from_raw(state)),
+        _ => h.write_space(),
+    }
+}
+
+/// A kernel TCP socket.
+pub struct Socket {
+    ptr: NonNull<bindings::socket>,
+}
+
+// SAFETY: kernel socket calls do their own locking.
+unsafe impl Send for Socket {}
+// SAFETY: as above.
+unsafe impl Sync for Socket {}
+
+impl Socket {
+    /// A new TCP socket in the caller's network namespace.
+    pub fn tcp(v6: bool) -> Result<Self> {
+        let mut p = core::ptr::null_mut();
+        let fam = if v6 {
+            bindings::AF_INET6
+        } else {
+            bindings::AF_INET
+        };
+        // SAFETY: plain socket creation into `p`.
+        kernel::error::to_result(unsafe {
+            bindings::sock_create(
+                fam as i32,
+                bindings::sock_type_SOCK_STREAM as i32,
+                bindings::IPPROTO_TCP as i32,
+                &mut p,
+            )
+        })?;
+        Ok(Self {
+            ptr: NonNull::new(p).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// Binds to `addr`.
+    pub fn bind(&self, addr: &SockAddr) -> Result {
+        // SAFETY: live socket; `addr` is a valid sockaddr of `len` octets.
+        kernel::error::to_result(unsafe {
+            bindings::kernel_bind(self.ptr.as_ptr(), addr.as_ptr(), addr.len())
+        })
+    }
+
+    /// Listens.
+    pub fn listen(&self, backlog: i32) -> Result {
+        // SAFETY: live socket.
+        kernel::error::to_result(unsafe { bindings::kernel_listen(self.ptr.as_ptr(), backlog) })
+    }
+
+    /// Accepts a pending connection, if any (non-blocking).
+    pub fn accept(&self) -> Result<Option<Socket>> {
+        let mut p = core::ptr::null_mut();
+        // SAFETY: live listening socket; the new socket, if any, is ours.
+        let r = unsafe {
+            bindings::kernel_accept(self.ptr.as_ptr(), &mut p, bindings::O_NONBLOCK as i32)
+        };
+        if r == -(bindings::EAGAIN as i32) {
+            return Ok(None);
+        }
+        kernel::error::to_result(r)?;
+        Ok(NonNull::new(p).map(|ptr| Socket { ptr }))
+    }
+
+    /// Connects (blocking).
+    pub fn connect(&self, addr: &SockAddr) -> Result {
+        // SAFETY: live socket; valid address.
+        kernel::error::to_result(unsafe {
+            bindings::kernel_connect(self.ptr.as_ptr(), addr.as_ptr(), addr.len(), 0)
+        })
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> Result<SockAddr> {
+        let a = SockAddr::zeroed();
+        // SAFETY: live socket; `a` has room for any address.
+        let r = unsafe { bindings::kernel_getsockname(self.ptr.as_ptr(), a.as_ptr()) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(a)
+    }
+
+    /// The peer address.
+    pub fn peer_addr(&self) -> Result<SockAddr> {
+        let a = SockAddr::zeroed();
+        // SAFETY: as above.
+        let r = unsafe { bindings::kernel_getpeername(self.ptr.as_ptr(), a.as_ptr()) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(a)
+    }
+
+    /// Disables Nagle's algorithm.
+    pub fn set_nodelay(&self) {
+        // SAFETY: live socket with its sock.
+        unsafe { bindings::tcp_sock_set_nodelay(glue::rsiw_sock_sk(self.ptr.as_ptr())) };
+    }
+
+    /// Current TCP state.
+    pub fn state(&self) -> TcpState {
+        // SAFETY: live socket.
+        TcpState::from_raw(unsafe { glue::rsiw_sk_state(self.ptr.as_ptr()) })
+    }
+
+    /// Routes the socket's upcalls to `h` until `detach`.
+    pub fn attach(&self, h: Arc<dyn SockEvents>) -> Result {
+        let b = KBox::new(h, GFP_KERNEL)?;
+        let ctx = KBox::into_raw(b).cast::<kernel::ffi::c_void>();
+        // SAFETY: live socket; `ctx` is a boxed hook freed by `detach`.
+        let r = unsafe { glue::rsiw_sk_attach(self.ptr.as_ptr(), ctx) };
+        if r != 0 {
+            // SAFETY: not attached: still ours.
+            drop(unsafe { KBox::from_raw(ctx.cast::<Hook>()) });
+            return Err(Error::from_errno(r));
+        }
+        Ok(())
+    }
+
+    /// Restores the original upcalls and drops the handler.
+    pub fn detach(&self) {
+        // SAFETY: live socket; the glue restores the callbacks under the
+        // callback lock, so no upcall uses the hook afterwards.
+        let ctx = unsafe { glue::rsiw_sk_detach(self.ptr.as_ptr()) };
+        if !ctx.is_null() {
+            // SAFETY: the boxed hook from `attach`, now unused.
+            drop(unsafe { KBox::from_raw(ctx.cast::<Hook>()) });
+        }
+    }
+
+    /// Feeds data already queued to `f` from process context (after a
+    /// handler change, bytes may wait without a new upcall).
+    pub fn pull_locked(&self, f: &mut dyn FnMut(&[u8]) -> Result) -> Result {
+        let mut f: RxFn<'_> = f;
+        let ctx = core::ptr::from_mut(&mut f).cast::<kernel::ffi::c_void>();
+        // SAFETY: live socket; `ctx` points to `f` for the call.
+        kernel::error::to_result(unsafe { glue::rsiw_sk_read_locked(self.ptr.as_ptr(), ctx) })
+    }
+
+    /// Sends the concatenation of `pieces` without blocking; returns how
+    /// many octets TCP took (`EAGAIN` when none).
+    pub fn send(&self, pieces: &[&[u8]], more: bool) -> Result<usize> {
+        let mut vec: [bindings::kvec; 32] = [bindings::kvec {
+            iov_base: core::ptr::null_mut(),
+            iov_len: 0,
+        }; 32];
+        if pieces.len() > vec.len() {
+            return Err(EINVAL);
+        }
+        let mut len = 0;
+        for (v, p) in vec.iter_mut().zip(pieces) {
+            v.iov_base = p.as_ptr().cast_mut().cast();
+            v.iov_len = p.len();
+            len += p.len();
+        }
+        // SAFETY: live socket; the kvecs describe readable buffers that
+        // outlive the call (TCP copies them).
+        let r = unsafe {
+            glue::rsiw_sock_send(self.ptr.as_ptr(), vec.as_mut_ptr(), pieces.len(), len, more)
+        };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(r as usize)
+    }
+
+    /// Receives up to `buf.len()` octets without blocking (`EAGAIN` when
+    /// none are queued, 0 at end of stream).
+    pub fn recv(&self, buf: &mut [u8]) -> Result<usize> {
+        // SAFETY: live socket; `buf` is writable.
+        let r =
+            unsafe { glue::rsiw_sock_recv(self.ptr.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(r as usize)
+    }
+
+    /// Shuts the connection down in both directions (a FIN).
+    pub fn shutdown(&self) {
+        // SAFETY: live socket.
+        unsafe {
+            bindings::kernel_sock_shutdown(self.ptr.as_ptr(), bindings::sock_shutdown_cmd_SHUT_RDWR)
+        };
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.detach();
+        // SAFETY: we own the socket; nothing uses it after this.
+        unsafe { bindings::sock_release(self.ptr.as_ptr()) };
+    }
+}
