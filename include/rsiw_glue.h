@@ -31,10 +31,11 @@ size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void *rsiw_page_address(struct page *page);
 /* Socket callbacks: the Rust side receives events through these. */
 enum rsiw_sk_event { RSIW_SK_DATA, RSIW_SK_STATE, RSIW_SK_SPACE };
-void rsiw_sock_event(void *ctx, struct sock *sk, int event, int state);
+typedef void (*rsiw_sk_cb)(void *ctx, struct sock *sk, int event, int state);
 int rsiw_sock_rx(void *ctx, const u8 *data, size_t len);
-int rsiw_sk_attach(struct socket *s, void *ctx);
-void *rsiw_sk_detach(struct socket *s);
+int rsiw_sk_attach(struct socket *s, void *ctx, rsiw_sk_cb cb,
+		   void (*release)(void *ctx));
+void rsiw_sk_detach(struct socket *s);
 int rsiw_sk_read(struct sock *sk, void *ctx);
 int rsiw_sk_read_locked(struct socket *s, void *ctx);
 int rsiw_sk_state(struct socket *s);
@@ -43,6 +44,7 @@ int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
 		   bool more);
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
+u32 rsiw_sock_mss(struct socket *s);
 bool rsiw_mpa_crc_required(void);
 bool rsiw_mpa_markers_wanted(void);
 

@@ -14,6 +14,7 @@ use kernel::{
 
 use crate::cq::Cq;
 use crate::device::{count_down, count_up, limits, Device};
+use crate::kif::xarray::XArray;
 use crate::kif::{
     handle::QpHandle,
     ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
@@ -23,7 +24,7 @@ use crate::kif::{
     sync::SpinLockIrq,
     wr::{RecvWrs, SendKind, SendWrs},
 };
-use crate::mem::access;
+use crate::mem::{access, Mem};
 use crate::qp_rx::RxState;
 use crate::qp_tx::{Irq, Orq, TxState};
 use crate::srq::Srq;
@@ -141,6 +142,10 @@ pub struct Conn {
     pub crc: bool,
     /// Largest ULPDU of one FPDU (from the connection's EMSS).
     pub mulpdu: u32,
+    /// The connection endpoint, which reports the close to the CM.
+    pub cep: Arc<crate::cm::Cep>,
+    /// The CM id of the connection.
+    pub id: crate::kif::iwcm::CmId,
 }
 
 /// Fixed QP sizes.
@@ -179,6 +184,8 @@ pub struct Qp {
     pub sig_all: bool,
     /// Sizes.
     pub caps: QpCaps,
+    /// The device's memory objects by STag index (data path lookups).
+    pub mem_xa: Arc<XArray<Mem>>,
     /// The core QP (events, kernel completion token).
     pub handle: QpHandle,
     /// Mutable state.
@@ -304,6 +311,7 @@ impl Qp {
                 kernel: !user,
                 sig_all: i.sig_all,
                 caps,
+                mem_xa: dev.mem_xa.clone(),
                 handle: a.handle.clone(),
                 inner <- crate::new_spinlock_irq!(QpInner {
                     state: QpState::Idle,
@@ -456,6 +464,25 @@ impl Qp {
         cq.push(&c, rqe.flags)
     }
 
+    /// Completes a send work request whose queue slot was already given
+    /// back (RDMA Reads, completed from the ORQ by their Read Response).
+    pub fn complete_sqe_copy(&self, sqe: &Sqe, bytes: u32, status: u16) -> Result {
+        if sqe.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
+            let c = Cqe {
+                id: sqe.id,
+                flags: 0,
+                opcode: sqe.opcode,
+                status,
+                bytes,
+                imm_or_inval: 0,
+                qp: self.cqe_qp(),
+            };
+            self.scq.push(&c, sqe.flags)
+        } else {
+            Ok(())
+        }
+    }
+
     fn cqe_qp(&self) -> u64 {
         if self.kernel {
             self.handle.token()
@@ -471,6 +498,8 @@ impl Qp {
 
     /// Flushes every posted send element with a flush error.
     pub fn flush_sq(&self) {
+        // Outstanding RDMA Reads are older than anything still queued.
+        crate::qp_tx::flush_orq(self);
         loop {
             let i = {
                 let mut inner = self.inner.lock();
@@ -490,6 +519,8 @@ impl Qp {
 
     /// Flushes every posted receive element with a flush error.
     pub fn flush_rq(&self) {
+        // The receive in progress (own RQ or SRQ) goes first.
+        crate::qp_rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
         loop {
             let rqe = {
@@ -724,6 +755,7 @@ impl Qp {
         if let Some(c) = c {
             c.sock.detach();
             c.sock.shutdown();
+            c.cep.close(false);
         }
     }
 

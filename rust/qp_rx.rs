@@ -6,7 +6,10 @@
 //! next receive queue element; completes messages and answers errors with
 //! a TERMINATE.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 
 use crate::kif::sock::{SockEvents, SockRx, TcpState};
 use crate::qp::Qp;
@@ -23,9 +26,9 @@ impl RxState {
 }
 
 impl SockEvents for Qp {
-    fn data_ready(&self, _rx: &mut SockRx<'_>) {}
+    fn data_ready(_this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {}
 
-    fn state_change(&self, _state: TcpState) {}
+    fn state_change(_this: ArcBorrow<'_, Self>, _state: TcpState) {}
 }
 
 /// Starts receiving on a QP that just entered RTS (called by the CM after

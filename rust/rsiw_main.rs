@@ -15,6 +15,7 @@
 
 use kernel::{c_str, prelude::*};
 
+pub mod cm;
 pub mod cq;
 pub mod device;
 pub mod kif;

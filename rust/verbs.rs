@@ -10,10 +10,12 @@ use kernel::sync::Arc;
 use crate::cq::Cq;
 use crate::device::{count_down, count_up, limits, Device, VENDOR_ID};
 use crate::kif::{
+    handle::QpHandle,
     ib::{
         CreateCq, CreateQp, CreateSrq, DeviceCaps, Driver, Mtu, PortInfo, QpModify, QpQuery,
         RegUserMr, SrqAttr,
     },
+    iwcm::{CmId, ConnParam},
     net::NetDev,
     queue::Cqe,
     udata::Udata,
@@ -204,5 +206,32 @@ impl Driver for Rsiw {
 
     fn dereg_mr(dev: &Device, mr: Mr) -> Result {
         mem::dereg_mr(dev, mr)
+    }
+
+    type Listener = crate::cm::Listener;
+    type Cep = crate::cm::Cep;
+
+    fn iw_connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
+        crate::cm::connect(dev, id, p)
+    }
+
+    fn iw_accept(dev: &Device, cep: Arc<Self::Cep>, id: CmId, p: ConnParam) -> Result {
+        crate::cm::accept(dev, cep, id, p)
+    }
+
+    fn iw_reject(cep: Arc<Self::Cep>, pdata: &[u8]) -> Result {
+        crate::cm::reject(cep, pdata)
+    }
+
+    fn iw_create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Self::Listener>> {
+        crate::cm::create_listen(dev, id, backlog)
+    }
+
+    fn iw_destroy_listen(l: Arc<Self::Listener>) {
+        crate::cm::destroy_listen(l)
+    }
+
+    fn iw_get_qp(dev: &Device, qpn: u32) -> Option<QpHandle> {
+        dev.qp_xa.get(qpn).map(|q| q.handle.clone())
     }
 }

@@ -26,6 +26,7 @@ use kernel::sync::Arc;
 use super::{
     glue,
     handle::{CqHandle, QpHandle, SrqHandle},
+    iwcm::{CmId, ConnParam},
     mem::Pinner,
     net::{NetDev, NetDevRef},
     queue::{Cqe, UserCtx},
@@ -229,6 +230,24 @@ pub trait Driver: 'static + Sized {
     fn map_mr_end(mr: &Self::Mr, iova: u64, length: u64, page_size: u32);
     /// Deregisters an MR.
     fn dereg_mr(dev: &Self::Device, mr: Self::Mr) -> Result;
+
+    /// A listening endpoint.
+    type Listener: Send + Sync;
+    /// A connection endpoint awaiting `iw_accept`/`iw_reject`.
+    type Cep: Send + Sync;
+
+    /// Connects a QP (active side).
+    fn iw_connect(dev: &Self::Device, id: CmId, p: ConnParam) -> Result;
+    /// Accepts a connect request.
+    fn iw_accept(dev: &Self::Device, cep: Arc<Self::Cep>, id: CmId, p: ConnParam) -> Result;
+    /// Rejects a connect request with private data.
+    fn iw_reject(cep: Arc<Self::Cep>, pdata: &[u8]) -> Result;
+    /// Starts listening on the id's local address.
+    fn iw_create_listen(dev: &Self::Device, id: CmId, backlog: i32) -> Result<Arc<Self::Listener>>;
+    /// Stops listening.
+    fn iw_destroy_listen(l: Arc<Self::Listener>);
+    /// The core QP of QP number `qpn`.
+    fn iw_get_qp(dev: &Self::Device, qpn: u32) -> Option<QpHandle>;
 }
 
 /// Arguments of `create_cq`.
@@ -1011,6 +1030,14 @@ fn ops<T: Driver>() -> bindings::ib_device_ops {
         alloc_mr: Some(alloc_mr::<T>),
         map_mr_sg: Some(map_mr_sg::<T>),
         dereg_mr: Some(dereg_mr::<T>),
+        iw_connect: Some(iw_connect::<T>),
+        iw_accept: Some(iw_accept::<T>),
+        iw_reject: Some(iw_reject::<T>),
+        iw_create_listen: Some(iw_create_listen::<T>),
+        iw_destroy_listen: Some(iw_destroy_listen::<T>),
+        iw_get_qp: Some(iw_get_qp::<T>),
+        iw_add_ref: Some(iw_qp_ref),
+        iw_rem_ref: Some(iw_qp_ref),
         mmap: Some(super::queue::mmap),
         mmap_free: Some(super::queue::mmap_free),
         size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),

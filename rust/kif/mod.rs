@@ -5,8 +5,10 @@
 //! Each submodule wraps one kernel facility in a safe type. The driver above
 //! only sees these types, never `kernel::bindings`.
 
+pub mod crc;
 pub mod handle;
 pub mod ib;
+pub mod iwcm;
 pub mod mem;
 pub mod net;
 pub mod queue;
@@ -25,6 +27,27 @@ pub fn eopnotsupp() -> kernel::error::Error {
 /// `ENOTCONN`, which the 6.12 `kernel` crate does not name.
 pub fn enotconn() -> kernel::error::Error {
     kernel::error::Error::from_errno(-(kernel::bindings::ENOTCONN as i32))
+}
+
+/// `ECONNRESET`, which the 6.12 `kernel` crate does not name.
+pub fn econnreset() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::ECONNRESET as i32))
+}
+
+/// `ECONNREFUSED`, which the 6.12 `kernel` crate does not name.
+pub fn econnrefused() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::ECONNREFUSED as i32))
+}
+
+/// `EPROTO`, which the 6.12 `kernel` crate does not name.
+pub fn eproto() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::EPROTO as i32))
+}
+
+/// Sleeps for about `ms` milliseconds (process context only).
+pub fn sleep_ms(ms: u32) {
+    // SAFETY: plain sleep; callers run in process context.
+    unsafe { kernel::bindings::msleep(ms) };
 }
 
 /// `ECONNABORTED`, which the 6.12 `kernel` crate does not name.
@@ -93,8 +116,10 @@ mod glue {
         pub(crate) fn rsiw_sk_attach(
             s: *mut bindings::socket,
             ctx: *mut kernel::ffi::c_void,
+            cb: unsafe extern "C" fn(*mut kernel::ffi::c_void, *mut bindings::sock, i32, i32),
+            release: unsafe extern "C" fn(*mut kernel::ffi::c_void),
         ) -> i32;
-        pub(crate) fn rsiw_sk_detach(s: *mut bindings::socket) -> *mut kernel::ffi::c_void;
+        pub(crate) fn rsiw_sk_detach(s: *mut bindings::socket);
         pub(crate) fn rsiw_sk_read(sk: *mut bindings::sock, ctx: *mut kernel::ffi::c_void) -> i32;
         pub(crate) fn rsiw_sk_read_locked(
             s: *mut bindings::socket,
@@ -115,6 +140,7 @@ mod glue {
             len: usize,
         ) -> i32;
         pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
+        pub(crate) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
         pub(crate) fn rsiw_mpa_crc_required() -> bool;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
     }

@@ -138,6 +138,8 @@ struct rsiw_sk_hook {
 	void (*data_ready)(struct sock *sk);
 	void (*state_change)(struct sock *sk);
 	void (*write_space)(struct sock *sk);
+	rsiw_sk_cb cb;
+	void (*release)(void *ctx);
 	void *ctx;
 };
 
@@ -148,7 +150,7 @@ static void rsiw_sk_upcall(struct sock *sk, int event)
 	read_lock_bh(&sk->sk_callback_lock);
 	h = sk->sk_user_data;
 	if (h)
-		rsiw_sock_event(h->ctx, sk, event, sk->sk_state);
+		h->cb(h->ctx, sk, event, sk->sk_state);
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -167,7 +169,8 @@ static void rsiw_sk_write_space(struct sock *sk)
 	rsiw_sk_upcall(sk, RSIW_SK_SPACE);
 }
 
-int rsiw_sk_attach(struct socket *s, void *ctx)
+int rsiw_sk_attach(struct socket *s, void *ctx, rsiw_sk_cb cb,
+		   void (*release)(void *ctx))
 {
 	struct sock *sk = s->sk;
 	struct rsiw_sk_hook *h = kzalloc(sizeof(*h), GFP_KERNEL);
@@ -175,7 +178,14 @@ int rsiw_sk_attach(struct socket *s, void *ctx)
 	if (!h)
 		return -ENOMEM;
 	h->ctx = ctx;
+	h->cb = cb;
+	h->release = release;
 	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data) {
+		write_unlock_bh(&sk->sk_callback_lock);
+		kfree(h);
+		return -EBUSY;
+	}
 	h->data_ready = sk->sk_data_ready;
 	h->state_change = sk->sk_state_change;
 	h->write_space = sk->sk_write_space;
@@ -187,11 +197,11 @@ int rsiw_sk_attach(struct socket *s, void *ctx)
 	return 0;
 }
 
-void *rsiw_sk_detach(struct socket *s)
+/* Restore the callbacks; release the Rust context once no upcall uses it. */
+void rsiw_sk_detach(struct socket *s)
 {
 	struct sock *sk = s->sk;
 	struct rsiw_sk_hook *h;
-	void *ctx = NULL;
 
 	write_lock_bh(&sk->sk_callback_lock);
 	h = sk->sk_user_data;
@@ -200,11 +210,12 @@ void *rsiw_sk_detach(struct socket *s)
 		sk->sk_state_change = h->state_change;
 		sk->sk_write_space = h->write_space;
 		sk->sk_user_data = NULL;
-		ctx = h->ctx;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
-	kfree(h);
-	return ctx;
+	if (h) {
+		h->release(h->ctx);
+		kfree(h);
+	}
 }
 
 struct rsiw_rx_desc {
@@ -287,4 +298,9 @@ int rsiw_sock_recv(struct socket *s, void *buf, size_t len)
 struct workqueue_struct *rsiw_alloc_wq(void)
 {
 	return alloc_workqueue("rsiw", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+}
+
+u32 rsiw_sock_mss(struct socket *s)
+{
+	return READ_ONCE(tcp_sk(s->sk)->mss_cache);
 }

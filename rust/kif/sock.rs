@@ -6,7 +6,11 @@
 //! [`SockEvents`] handler for as long as it is attached.
 
 use core::ptr::NonNull;
-use kernel::{bindings, prelude::*, sync::Arc};
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 
 use super::glue;
 
@@ -71,16 +75,18 @@ impl SockAddr {
     }
 }
 
-/// What a handler does with socket upcalls. `data_ready` runs in softirq
-/// context with the socket locked; it may read the queued data with
-/// [`SockRx::pull`].
-pub trait SockEvents: Send + Sync + 'static {
+/// What a handler does with socket upcalls. The socket holds a reference
+/// to the handler while attached; upcalls borrow it (`ArcBorrow`, which
+/// turns into a new `Arc` with `.into()` when work must be queued).
+/// `data_ready` runs in softirq context with the socket locked; it may read
+/// the queued data with [`SockRx::pull`].
+pub trait SockEvents: Send + Sync + Sized + 'static {
     /// New data arrived.
-    fn data_ready(&self, rx: &mut SockRx<'_>);
+    fn data_ready(this: ArcBorrow<'_, Self>, rx: &mut SockRx<'_>);
     /// The TCP state changed.
-    fn state_change(&self, state: TcpState);
+    fn state_change(this: ArcBorrow<'_, Self>, state: TcpState);
     /// Send buffer space became available.
-    fn write_space(&self) {}
+    fn write_space(_this: ArcBorrow<'_, Self>) {}
 }
 
 /// Access to the receive queue during a `data_ready` upcall.
@@ -130,24 +136,20 @@ unsafe extern "C" fn rsiw_sock_rx(
     }
 }
 
-/// The context the C hook carries: the attached handler.
-type Hook = Arc<dyn SockEvents>;
-
-/// The Rust end of the socket upcalls.
+/// The upcall trampoline of handlers of type `T`.
 ///
 /// # Safety
 ///
 /// Called by the glue with the socket callback lock read-held, so `ctx`
-/// (a boxed [`Hook`] from `attach`) stays alive for the call.
-#[no_mangle]
-unsafe extern "C" fn rsiw_sock_event(
+/// (an `Arc<T>` from [`Socket::attach`]) stays alive for the call.
+unsafe extern "C" fn event_cb<T: SockEvents>(
     ctx: *mut kernel::ffi::c_void,
     sk: *mut bindings::sock,
     ev: i32,
     state: i32,
 ) {
     // SAFETY: per the contract.
-    let h = unsafe { &*ctx.cast::<Hook>() };
+    let h = unsafe { ArcBorrow::from_raw(ctx.cast::<T>()) };
     match ev {
         0 => {
             let Some(sk) = NonNull::new(sk) else { return };
@@ -155,11 +157,21 @@ unsafe extern "C" fn rsiw_sock_event(
                 sk,
                 _p: core::marker::PhantomData,
             };
-            h.data_ready(&mut rx);
+            T::data_ready(h, &mut rx);
         }
-        1 => h.state_change(TcpState::from_raw(state)),
-        _ => h.write_space(),
+        1 => T::state_change(h, TcpState::from_raw(state)),
+        _ => T::write_space(h),
     }
+}
+
+/// Drops the socket's reference to its handler.
+///
+/// # Safety
+///
+/// Called by the glue once per attach, after the hook is unreachable.
+unsafe extern "C" fn release_cb<T: SockEvents>(ctx: *mut kernel::ffi::c_void) {
+    // SAFETY: `ctx` came from `Arc::into_raw` in `attach`.
+    drop(unsafe { Arc::from_raw(ctx.cast::<T>()) });
 }
 
 /// A kernel TCP socket.
@@ -259,35 +271,39 @@ impl Socket {
         unsafe { bindings::tcp_sock_set_nodelay(glue::rsiw_sock_sk(self.ptr.as_ptr())) };
     }
 
+    /// The current effective MSS of the connection.
+    pub fn mss(&self) -> u32 {
+        // SAFETY: live connected socket.
+        unsafe { glue::rsiw_sock_mss(self.ptr.as_ptr()) }
+    }
+
     /// Current TCP state.
     pub fn state(&self) -> TcpState {
         // SAFETY: live socket.
         TcpState::from_raw(unsafe { glue::rsiw_sk_state(self.ptr.as_ptr()) })
     }
 
-    /// Routes the socket's upcalls to `h` until `detach`.
-    pub fn attach(&self, h: Arc<dyn SockEvents>) -> Result {
-        let b = KBox::new(h, GFP_KERNEL)?;
-        let ctx = KBox::into_raw(b).cast::<kernel::ffi::c_void>();
-        // SAFETY: live socket; `ctx` is a boxed hook freed by `detach`.
-        let r = unsafe { glue::rsiw_sk_attach(self.ptr.as_ptr(), ctx) };
+    /// Routes the socket's upcalls to `h` until `detach` (`EBUSY` if a
+    /// handler is attached already).
+    pub fn attach<T: SockEvents>(&self, h: Arc<T>) -> Result {
+        let ctx = Arc::into_raw(h).cast_mut().cast::<kernel::ffi::c_void>();
+        // SAFETY: live socket; the glue keeps `ctx` until it calls
+        // `release_cb::<T>` from `detach`.
+        let r =
+            unsafe { glue::rsiw_sk_attach(self.ptr.as_ptr(), ctx, event_cb::<T>, release_cb::<T>) };
         if r != 0 {
-            // SAFETY: not attached: still ours.
-            drop(unsafe { KBox::from_raw(ctx.cast::<Hook>()) });
+            // SAFETY: not attached: the reference is still ours.
+            drop(unsafe { Arc::from_raw(ctx.cast::<T>()) });
             return Err(Error::from_errno(r));
         }
         Ok(())
     }
 
-    /// Restores the original upcalls and drops the handler.
+    /// Restores the original upcalls and drops the handler's reference.
     pub fn detach(&self) {
         // SAFETY: live socket; the glue restores the callbacks under the
-        // callback lock, so no upcall uses the hook afterwards.
-        let ctx = unsafe { glue::rsiw_sk_detach(self.ptr.as_ptr()) };
-        if !ctx.is_null() {
-            // SAFETY: the boxed hook from `attach`, now unused.
-            drop(unsafe { KBox::from_raw(ctx.cast::<Hook>()) });
-        }
+        // callback lock and only then releases the handler.
+        unsafe { glue::rsiw_sk_detach(self.ptr.as_ptr()) };
     }
 
     /// Feeds data already queued to `f` from process context (after a

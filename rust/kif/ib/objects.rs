@@ -667,3 +667,131 @@ pub(super) unsafe extern "C" fn dereg_mr<T: Driver>(
     let MrObj { drv, .. } = KBox::into_inner(b);
     from_result(|| T::dereg_mr(dev, drv).map(|()| 0))
 }
+
+/// RDMA core entry point `iw_connect`.
+///
+/// # Safety
+///
+/// Called by the iWARP CM with a live id of a `T` device and parameters.
+pub(super) unsafe extern "C" fn iw_connect<T: Driver>(
+    id: *mut bindings::iw_cm_id,
+    p: *mut bindings::iw_cm_conn_param,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: live arguments of this call.
+        let (dev, id, p) = unsafe {
+            (
+                drv_of::<T>((*id).device),
+                CmId::get(id)?,
+                ConnParam::from_raw(p)?,
+            )
+        };
+        T::iw_connect(dev, id, p).map(|()| 0)
+    })
+}
+
+/// RDMA core entry point `iw_accept`.
+///
+/// # Safety
+///
+/// Called by the iWARP CM with the id it made for a connect request, whose
+/// provider data is the endpoint of that request.
+pub(super) unsafe extern "C" fn iw_accept<T: Driver>(
+    id: *mut bindings::iw_cm_id,
+    p: *mut bindings::iw_cm_conn_param,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: per the contract.
+        let cep = unsafe { crate::kif::iwcm::take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
+        // SAFETY: live arguments of this call.
+        let (dev, id, p) = unsafe {
+            (
+                drv_of::<T>((*id).device),
+                CmId::get(id)?,
+                ConnParam::from_raw(p)?,
+            )
+        };
+        T::iw_accept(dev, cep, id, p).map(|()| 0)
+    })
+}
+
+/// RDMA core entry point `iw_reject`.
+///
+/// # Safety
+///
+/// As for `iw_accept`; `pdata` holds `len` octets.
+pub(super) unsafe extern "C" fn iw_reject<T: Driver>(
+    id: *mut bindings::iw_cm_id,
+    pdata: *const kernel::ffi::c_void,
+    len: u8,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: per the contract.
+        let cep = unsafe { crate::kif::iwcm::take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
+        let pd: &[u8] = if pdata.is_null() {
+            &[]
+        } else {
+            // SAFETY: per the contract.
+            unsafe { core::slice::from_raw_parts(pdata.cast::<u8>(), len as usize) }
+        };
+        T::iw_reject(cep, pd).map(|()| 0)
+    })
+}
+
+/// RDMA core entry point `iw_create_listen`.
+///
+/// # Safety
+///
+/// Called by the iWARP CM with a live id of a `T` device.
+pub(super) unsafe extern "C" fn iw_create_listen<T: Driver>(
+    id: *mut bindings::iw_cm_id,
+    backlog: kernel::ffi::c_int,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        // SAFETY: live id.
+        let (dev, cid) = unsafe { (drv_of::<T>((*id).device), CmId::get(id)?) };
+        let l = T::iw_create_listen(dev, cid.clone(), backlog)?;
+        cid.set_provider(l);
+        Ok(0)
+    })
+}
+
+/// RDMA core entry point `iw_destroy_listen`.
+///
+/// # Safety
+///
+/// Called by the iWARP CM once for an id `iw_create_listen` set up.
+pub(super) unsafe extern "C" fn iw_destroy_listen<T: Driver>(
+    id: *mut bindings::iw_cm_id,
+) -> kernel::ffi::c_int {
+    // SAFETY: per the contract, the provider data is our listener.
+    if let Some(l) = unsafe { crate::kif::iwcm::take_provider::<T::Listener>(id) } {
+        T::iw_destroy_listen(l);
+    }
+    0
+}
+
+/// RDMA core entry point `iw_get_qp`.
+///
+/// # Safety
+///
+/// Called by the iWARP CM with a live device of `T`.
+pub(super) unsafe extern "C" fn iw_get_qp<T: Driver>(
+    ib: *mut bindings::ib_device,
+    qpn: kernel::ffi::c_int,
+) -> *mut bindings::ib_qp {
+    // SAFETY: live device.
+    let dev = unsafe { drv_of::<T>(ib) };
+    T::iw_get_qp(dev, qpn as u32).map_or(ptr::null_mut(), |h| {
+        h.token() as usize as *mut bindings::ib_qp
+    })
+}
+
+/// RDMA core entry points `iw_add_ref`/`iw_rem_ref`. QP memory belongs to
+/// the RDMA core and the driver state is reference counted on its own, so
+/// the CM's references need no bookkeeping here.
+///
+/// # Safety
+///
+/// Called by the iWARP CM; the QP pointer is not used.
+pub(super) unsafe extern "C" fn iw_qp_ref(_qp: *mut bindings::ib_qp) {}

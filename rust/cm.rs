@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The connection manager: MPA connection setup over kernel TCP sockets
+//! (RFC 5044 section 7, RFC 6581) for the iWARP CM, as initiator and
+//! responder, and connection teardown.
+//!
+//! A [`Cep`] (connection endpoint) owns the socket until the MPA exchange
+//! is done; then the socket moves into the QP's [`Conn`] and the endpoint
+//! stays with it to report the close. All CM work runs on rsiw's workqueue
+//! (process context); socket upcalls only schedule it.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
+
+use crate::device::{limits, Device};
+use crate::kif::{
+    handle::QpEvent,
+    iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
+    params,
+    sock::{SockEvents, SockRx, Socket, TcpState},
+};
+use crate::qp::{Conn, Qp, QpState};
+use crate::wire::connect::{
+    encode_rr, FrameKind, IrdOrd, MpaRr, RrParser, IRD_ORD_LEN, MAX_PD_LEN, REVISION_1, REVISION_2,
+};
+use crate::wire::mpa::mulpdu;
+
+/// Where an endpoint is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Responder: waiting for the MPA Request.
+    AwaitRequest,
+    /// Responder: the request went to the CM; waiting for accept/reject.
+    AwaitAccept,
+    /// Initiator: the request is out; waiting for the MPA Reply.
+    AwaitReply,
+    /// The QP is in RTS on this connection.
+    Rdma,
+    /// Gone (refused, failed or closed).
+    Closed,
+}
+
+/// What the endpoint learned from the peer's frame.
+struct Peer {
+    revision: u8,
+    enhanced: bool,
+    markers: bool,
+    crc: bool,
+    ird_ord: Option<IrdOrd>,
+    pdata: KVec<u8>,
+}
+
+/// Mutable endpoint state.
+struct CepState {
+    phase: Phase,
+    sock: Option<Socket>,
+    parser: RrParser,
+    /// The CM id of the connection (initiator: from `iw_connect`; responder:
+    /// from `iw_accept`).
+    id: Option<CmId>,
+    /// The listener a responder endpoint came from.
+    listener: Option<Arc<Listener>>,
+    qp: Option<Arc<Qp>>,
+    peer: Option<Peer>,
+    /// Our request's resources (initiator).
+    ird: u32,
+    ord: u32,
+}
+
+/// A connection endpoint.
+#[pin_data]
+pub struct Cep {
+    active: bool,
+    #[pin]
+    st: Mutex<CepState>,
+    /// The connection went down: report the close once.
+    closing: AtomicBool,
+    #[pin]
+    work: Work<Cep>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Cep { self.work }
+}
+
+impl WorkItem for Cep {
+    type Pointer = Arc<Cep>;
+
+    fn run(this: Arc<Cep>) {
+        this.process();
+    }
+}
+
+impl SockEvents for Cep {
+    fn data_ready(this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {
+        Arc::<Cep>::from(this).kick();
+    }
+
+    fn state_change(this: ArcBorrow<'_, Self>, _s: TcpState) {
+        Arc::<Cep>::from(this).kick();
+    }
+}
+
+/// Largest private data of a frame with IRD/ORD.
+const MAX_USER_PD: usize = MAX_PD_LEN - IRD_ORD_LEN;
+
+impl Cep {
+    fn new(active: bool, sock: Socket, listener: Option<Arc<Listener>>) -> Result<Arc<Self>> {
+        let phase = if active {
+            Phase::AwaitReply
+        } else {
+            Phase::AwaitRequest
+        };
+        let expect = if active {
+            FrameKind::Reply
+        } else {
+            FrameKind::Request
+        };
+        Arc::pin_init(
+            pin_init!(Self {
+                active,
+                st <- new_mutex!(CepState {
+                    phase,
+                    sock: Some(sock),
+                    parser: RrParser::new(Some(expect), MAX_PD_LEN),
+                    id: None,
+                    listener,
+                    qp: None,
+                    peer: None,
+                    ird: 0,
+                    ord: 0,
+                }),
+                closing: AtomicBool::new(false),
+                work <- new_work!("rsiw::cep"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Schedules the endpoint's work.
+    fn kick(self: &Arc<Self>) {
+        let _ = crate::kif::wq::queue().enqueue(self.clone());
+    }
+
+    /// Moves the connection along; runs on the workqueue.
+    fn process(self: &Arc<Self>) {
+        let mut st = self.st.lock();
+        match st.phase {
+            Phase::AwaitRequest | Phase::AwaitReply => {
+                if let Err(e) = self.read_frame(&mut st) {
+                    pr_debug!("MPA exchange failed: {:?}\n", e);
+                    self.fail(&mut st, e);
+                }
+            }
+            Phase::Rdma => {
+                let closed = match st.qp.as_ref().and_then(|q| q.conn()) {
+                    Some(c) => matches!(c.sock.state(), TcpState::Closed | TcpState::CloseWait),
+                    None => true,
+                };
+                if closed {
+                    drop(st);
+                    self.close(true);
+                }
+            }
+            Phase::AwaitAccept | Phase::Closed => {}
+        }
+    }
+
+    /// Reads (only) the bytes the MPA frame still needs.
+    fn read_frame(self: &Arc<Self>, st: &mut CepState) -> Result {
+        let mut buf = [0u8; 64];
+        loop {
+            let want = st.parser.wanted().min(buf.len());
+            if want == 0 {
+                break;
+            }
+            let sock = st.sock.as_ref().ok_or(EINVAL)?;
+            let n = match sock.recv(&mut buf[..want]) {
+                Ok(0) => return Err(crate::kif::econnreset()),
+                Ok(n) => n,
+                Err(e) if e == EAGAIN => {
+                    return match sock.state() {
+                        TcpState::Established => Ok(()),
+                        _ => Err(crate::kif::econnreset()),
+                    };
+                }
+                Err(e) => return Err(e),
+            };
+            let (_, done) = st
+                .parser
+                .push(&buf[..n])
+                .map_err(|_| crate::kif::eproto())?;
+            if done {
+                break;
+            }
+        }
+        let Some(f) = st.parser.frame() else {
+            return Ok(());
+        };
+        let mut pdata = KVec::new();
+        pdata.extend_from_slice(f.pdata, GFP_KERNEL)?;
+        let peer = Peer {
+            revision: f.hdr.revision,
+            enhanced: f.hdr.has_ird_ord(),
+            markers: f.hdr.markers,
+            crc: f.hdr.crc,
+            ird_ord: f.ird_ord,
+            pdata,
+        };
+        let reject = f.hdr.reject;
+        if self.active {
+            self.on_reply(st, peer, reject)
+        } else {
+            self.on_request(st, peer)
+        }
+    }
+
+    /// Responder: a complete MPA Request arrived; tell the CM.
+    fn on_request(self: &Arc<Self>, st: &mut CepState, peer: Peer) -> Result {
+        let listener = st.listener.clone().ok_or(EINVAL)?;
+        let sock = st.sock.as_ref().ok_or(EINVAL)?;
+        let addrs = (sock.local_addr()?, sock.peer_addr()?);
+        // The initiator's ORD is what we must serve (our IRD) and its IRD
+        // bounds our ORD. A revision 1 peer says nothing: offer the maxima
+        // rather than 0 (upstream siw offers 0, which breaks RDMA Read).
+        let (ird, ord) = match peer.ird_ord {
+            Some(io) => (
+                (io.ord as u32).min(limits::MAX_IRD),
+                (io.ird as u32).min(limits::MAX_ORD),
+            ),
+            None => (limits::MAX_IRD, limits::MAX_ORD),
+        };
+        st.ird = ird;
+        st.ord = ord;
+        st.phase = Phase::AwaitAccept;
+        let peer = st.peer.insert(peer);
+        let ev = CmEvent {
+            kind: CmEventKind::ConnectRequest,
+            status: 0,
+            addrs: Some(addrs),
+            pdata: &peer.pdata,
+            ird: ird.min(255) as u8,
+            ord: ord.min(255) as u8,
+        };
+        listener.id.event(&ev, Some(self.clone()))
+    }
+
+    /// Initiator: the MPA Reply arrived.
+    fn on_reply(self: &Arc<Self>, st: &mut CepState, peer: Peer, reject: bool) -> Result {
+        let id = st.id.clone().ok_or(EINVAL)?;
+        let sock = st.sock.take().ok_or(EINVAL)?;
+        let addrs = (sock.local_addr()?, sock.peer_addr()?);
+        if reject {
+            st.phase = Phase::Closed;
+            sock.detach();
+            let ev = CmEvent {
+                kind: CmEventKind::ConnectReply,
+                status: crate::kif::econnrefused().to_errno(),
+                addrs: Some(addrs),
+                pdata: &peer.pdata,
+                ird: 0,
+                ord: 0,
+            };
+            let _ = id.event::<Cep>(&ev, None);
+            st.id = None;
+            return Ok(());
+        }
+        let qp = st.qp.clone().ok_or(EINVAL)?;
+        let (mut ird, mut ord) = (st.ird, st.ord);
+        if let Some(io) = peer.ird_ord {
+            ord = ord.min(io.ird as u32);
+            ird = ird.min(io.ord as u32);
+        }
+        let crc = peer.crc || params::mpa_crc_required();
+        let markers = peer.markers || params::mpa_markers_wanted();
+        self.enter_rts(&qp, sock, id.clone(), markers, crc, ird, ord)?;
+        st.phase = Phase::Rdma;
+        let peer = st.peer.insert(peer);
+        let ev = CmEvent {
+            kind: CmEventKind::ConnectReply,
+            status: 0,
+            addrs: Some(addrs),
+            pdata: &peer.pdata,
+            ird: ird.min(255) as u8,
+            ord: ord.min(255) as u8,
+        };
+        let _ = id.event::<Cep>(&ev, None);
+        Ok(())
+    }
+
+    /// Hands the socket to the QP and moves it to RTS.
+    #[allow(clippy::too_many_arguments)]
+    fn enter_rts(
+        self: &Arc<Self>,
+        qp: &Arc<Qp>,
+        sock: Socket,
+        id: CmId,
+        markers: bool,
+        crc: bool,
+        ird: u32,
+        ord: u32,
+    ) -> Result {
+        sock.detach();
+        let m = mulpdu(sock.mss().max(536), markers);
+        let conn = Arc::new(
+            Conn {
+                sock,
+                markers,
+                crc,
+                mulpdu: m,
+                cep: self.clone(),
+                id,
+            },
+            GFP_KERNEL,
+        )?;
+        {
+            let mut inner = qp.inner.lock();
+            if inner.state != QpState::Idle && inner.state != QpState::Rtr {
+                return Err(EINVAL);
+            }
+            inner.ird = ird;
+            inner.ord = ord;
+            inner.state = QpState::Rts;
+        }
+        *qp.conn.lock() = Some(conn.clone());
+        conn.sock.attach(qp.clone())?;
+        crate::qp_rx::start(qp)?;
+        qp.schedule_tx();
+        Ok(())
+    }
+
+    /// The exchange failed: tell the CM (initiator) and drop the socket.
+    fn fail(self: &Arc<Self>, st: &mut CepState, e: Error) {
+        st.phase = Phase::Closed;
+        if let Some(s) = st.sock.take() {
+            s.detach();
+        }
+        if self.active {
+            if let Some(id) = st.id.take() {
+                let ev = CmEvent {
+                    kind: CmEventKind::ConnectReply,
+                    status: e.to_errno(),
+                    addrs: None,
+                    pdata: &[],
+                    ird: 0,
+                    ord: 0,
+                };
+                let _ = id.event::<Cep>(&ev, None);
+            }
+        }
+        st.qp = None;
+        st.listener = None;
+    }
+
+    /// The RDMA connection is going down (`remote`: the peer closed or
+    /// reset it). Reports DISCONNECT (remote only) and CLOSE once.
+    pub fn close(self: &Arc<Self>, remote: bool) {
+        if self.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (qp, id) = {
+            let mut st = self.st.lock();
+            st.phase = Phase::Closed;
+            (st.qp.take(), st.id.take())
+        };
+        if let Some(qp) = &qp {
+            if remote && qp.state() == QpState::Rts {
+                qp.handle.event(QpEvent::Fatal);
+            }
+            qp.set_error();
+            qp.drop_conn();
+        }
+        if let Some(id) = id {
+            let base = CmEvent {
+                kind: CmEventKind::Disconnect,
+                status: 0,
+                addrs: None,
+                pdata: &[],
+                ird: 0,
+                ord: 0,
+            };
+            if remote {
+                let _ = id.event::<Cep>(&base, None);
+            }
+            let _ = id.event::<Cep>(
+                &CmEvent {
+                    kind: CmEventKind::Close,
+                    ..base
+                },
+                None,
+            );
+        }
+    }
+}
+
+/// Sends an MPA Request or Reply.
+fn send_rr(sock: &Socket, hdr: MpaRr, ird_ord: Option<IrdOrd>, pdata: &[u8]) -> Result {
+    let mut buf = [0u8; 20 + MAX_PD_LEN];
+    let n = encode_rr(hdr, ird_ord, pdata, &mut buf).map_err(|_| EINVAL)?;
+    let mut off = 0;
+    let mut tries = 0;
+    while off < n {
+        match sock.send(&[&buf[off..n]], false) {
+            Ok(k) => off += k,
+            Err(e) if e == EAGAIN && tries < 100 => {
+                tries += 1;
+                crate::kif::sleep_ms(10);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `iw_connect`: connect a QP to the CM id's remote address.
+pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
+    let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+    if p.pdata.len() > MAX_USER_PD || p.ord > limits::MAX_ORD || p.ird > limits::MAX_IRD {
+        return Err(EINVAL);
+    }
+    let raddr = id.remote_addr();
+    let sock = Socket::tcp(raddr.is_v6())?;
+    sock.bind(&id.local_addr())?;
+    sock.connect(&raddr)?;
+    sock.set_nodelay();
+    let cep = Cep::new(true, sock, None)?;
+    {
+        let mut st = cep.st.lock();
+        st.id = Some(id);
+        st.qp = Some(qp);
+        st.ird = p.ird;
+        st.ord = p.ord;
+        let sock = st.sock.as_ref().ok_or(EINVAL)?;
+        let mut hdr = MpaRr::new(FrameKind::Request, REVISION_2, 0);
+        hdr.crc = params::mpa_crc_required();
+        hdr.markers = params::mpa_markers_wanted();
+        let io = IrdOrd {
+            ird: p.ird.min(0x3fff) as u16,
+            ord: p.ord.min(0x3fff) as u16,
+            ..IrdOrd::default()
+        };
+        send_rr(sock, hdr, Some(io), &p.pdata)?;
+        sock.attach(cep.clone())?;
+    }
+    cep.kick();
+    Ok(())
+}
+
+/// `iw_accept`: answer a connect request and move the QP to RTS.
+pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
+    let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+    let mut st = cep.st.lock();
+    if st.phase != Phase::AwaitAccept {
+        return Err(EINVAL);
+    }
+    if p.pdata.len() > MAX_USER_PD || p.ord > limits::MAX_ORD || p.ird > limits::MAX_IRD {
+        return Err(EINVAL);
+    }
+    let peer = st.peer.as_ref().ok_or(EINVAL)?;
+    let crc = peer.crc || params::mpa_crc_required();
+    let markers = peer.markers || params::mpa_markers_wanted();
+    let rev = if peer.revision == REVISION_1 {
+        REVISION_1
+    } else {
+        REVISION_2
+    };
+    let io = peer.enhanced.then(|| IrdOrd {
+        ird: p.ird.min(0x3fff) as u16,
+        ord: p.ord.min(0x3fff) as u16,
+        ..IrdOrd::default()
+    });
+    let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
+    hdr.crc = crc;
+    hdr.markers = params::mpa_markers_wanted();
+    let sock = st.sock.take().ok_or(EINVAL)?;
+    send_rr(&sock, hdr, io, &p.pdata)?;
+    st.qp = Some(qp.clone());
+    st.id = Some(id.clone());
+    st.listener = None;
+    let addrs = (sock.local_addr()?, sock.peer_addr()?);
+    let (ird, ord) = (p.ird, p.ord);
+    cep.enter_rts(&qp, sock, id.clone(), markers, crc, ird, ord)?;
+    st.phase = Phase::Rdma;
+    drop(st);
+    let ev = CmEvent {
+        kind: CmEventKind::Established,
+        status: 0,
+        addrs: Some(addrs),
+        pdata: &[],
+        ird: ird.min(255) as u8,
+        ord: ord.min(255) as u8,
+    };
+    let _ = id.event::<Cep>(&ev, None);
+    Ok(())
+}
+
+/// `iw_reject`: refuse a connect request with private data.
+pub fn reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
+    let mut st = cep.st.lock();
+    let rev = st.peer.as_ref().map_or(REVISION_2, |p| p.revision);
+    if let Some(sock) = st.sock.take() {
+        let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
+        hdr.reject = true;
+        let _ = send_rr(&sock, hdr, None, &pdata[..pdata.len().min(MAX_PD_LEN)]);
+        sock.detach();
+        sock.shutdown();
+    }
+    st.phase = Phase::Closed;
+    st.listener = None;
+    Ok(())
+}
+
+/// A listening socket and the CM id it serves.
+#[pin_data]
+pub struct Listener {
+    sock: Socket,
+    id: CmId,
+    #[pin]
+    work: Work<Listener>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Listener { self.work }
+}
+
+impl WorkItem for Listener {
+    type Pointer = Arc<Listener>;
+
+    fn run(this: Arc<Listener>) {
+        while let Ok(Some(s)) = this.sock.accept() {
+            s.set_nodelay();
+            let Ok(cep) = Cep::new(false, s, Some(this.clone())) else {
+                continue;
+            };
+            let st = cep.st.lock();
+            let attached = st.sock.as_ref().map(|s| s.attach(cep.clone()));
+            drop(st);
+            if let Some(Ok(())) = attached {
+                cep.kick();
+            }
+        }
+    }
+}
+
+impl SockEvents for Listener {
+    fn data_ready(this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {
+        let _ = crate::kif::wq::queue().enqueue(Arc::<Listener>::from(this));
+    }
+
+    fn state_change(_this: ArcBorrow<'_, Self>, _s: TcpState) {}
+}
+
+/// `iw_create_listen`.
+pub fn create_listen(_dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
+    let laddr = id.local_addr();
+    let sock = Socket::tcp(laddr.is_v6())?;
+    sock.bind(&laddr)?;
+    sock.listen(backlog.max(1))?;
+    let l = Arc::pin_init(
+        pin_init!(Listener { sock, id, work <- new_work!("rsiw::listen") }),
+        GFP_KERNEL,
+    )?;
+    l.sock.attach(l.clone())?;
+    Ok(l)
+}
+
+/// `iw_destroy_listen`.
+pub fn destroy_listen(l: Arc<Listener>) {
+    l.sock.detach();
+}

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The iWARP connection manager interface (`iw_cm_id`, `iw_cm_event`):
+//! counted references to CM ids, event delivery to the iWARP CM, and the
+//! provider data the CM hands back to the driver (the listener of a listen
+//! id, the connection endpoint of a connect request).
+
+use core::ptr::NonNull;
+use kernel::{bindings, prelude::*, sync::Arc};
+
+use super::sock::SockAddr;
+
+/// A counted reference to an `iw_cm_id`.
+pub struct CmId {
+    ptr: NonNull<bindings::iw_cm_id>,
+}
+
+// SAFETY: the iWARP CM's reference counting and event handler are thread
+// safe; the id lives while we hold our reference.
+unsafe impl Send for CmId {}
+// SAFETY: as above.
+unsafe impl Sync for CmId {}
+
+/// CM event kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmEventKind {
+    /// A peer asks to connect (on a listen id).
+    ConnectRequest,
+    /// The peer answered our connect request.
+    ConnectReply,
+    /// The connection is up.
+    Established,
+    /// The peer started closing.
+    Disconnect,
+    /// The connection is gone.
+    Close,
+}
+
+/// A CM event.
+pub struct CmEvent<'a> {
+    /// What happened.
+    pub kind: CmEventKind,
+    /// 0 or a negative errno (for `ConnectReply`: refused, reset, ...).
+    pub status: i32,
+    /// Local and remote address (requests and replies).
+    pub addrs: Option<(SockAddr, SockAddr)>,
+    /// Private data of the peer (requests and replies).
+    pub pdata: &'a [u8],
+    /// IRD to report.
+    pub ird: u8,
+    /// ORD to report.
+    pub ord: u8,
+}
+
+/// Private data and resources of `iw_connect`/`iw_accept`.
+pub struct ConnParam {
+    /// Private data for the MPA frame.
+    pub pdata: KVec<u8>,
+    /// Outbound RDMA Reads.
+    pub ord: u32,
+    /// Inbound RDMA Reads.
+    pub ird: u32,
+    /// The QP to connect.
+    pub qpn: u32,
+}
+
+impl ConnParam {
+    /// Copies the CM's parameters.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a valid `iw_cm_conn_param` whose private data is readable.
+    pub(crate) unsafe fn from_raw(p: *const bindings::iw_cm_conn_param) -> Result<Self> {
+        // SAFETY: per the contract.
+        let p = unsafe { &*p };
+        let mut pdata = KVec::new();
+        if !p.private_data.is_null() && p.private_data_len > 0 {
+            // SAFETY: per the contract, `private_data_len` octets.
+            let s = unsafe {
+                core::slice::from_raw_parts(
+                    p.private_data.cast::<u8>(),
+                    p.private_data_len as usize,
+                )
+            };
+            pdata.extend_from_slice(s, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            pdata,
+            ord: p.ord,
+            ird: p.ird,
+            qpn: p.qpn,
+        })
+    }
+}
+
+impl CmId {
+    /// Takes a new reference on `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live CM id (the CM holds a reference during the call).
+    pub(crate) unsafe fn get(p: *mut bindings::iw_cm_id) -> Result<Self> {
+        let ptr = NonNull::new(p).ok_or(EINVAL)?;
+        // SAFETY: live id; `add_ref` is set by the CM for every id.
+        unsafe {
+            if let Some(f) = (*p).add_ref {
+                f(p);
+            }
+        }
+        Ok(Self { ptr })
+    }
+
+    fn raw(&self) -> &bindings::iw_cm_id {
+        // SAFETY: we hold a reference.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The local address the CM resolved.
+    pub fn local_addr(&self) -> SockAddr {
+        SockAddr(self.raw().local_addr)
+    }
+
+    /// The remote address the CM resolved.
+    pub fn remote_addr(&self) -> SockAddr {
+        SockAddr(self.raw().remote_addr)
+    }
+
+    /// Delivers `ev` to the CM; `provider` is the endpoint a connect request
+    /// names (handed back in `iw_accept`/`iw_reject`).
+    pub fn event<P: Send + Sync>(&self, ev: &CmEvent<'_>, provider: Option<Arc<P>>) -> Result {
+        let kind = match ev.kind {
+            CmEventKind::ConnectRequest => bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST,
+            CmEventKind::ConnectReply => bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY,
+            CmEventKind::Established => bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED,
+            CmEventKind::Disconnect => bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT,
+            CmEventKind::Close => bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE,
+        };
+        // SAFETY: all-zero is a valid event.
+        let mut e: bindings::iw_cm_event = unsafe { core::mem::zeroed() };
+        e.event = kind;
+        e.status = ev.status;
+        if let Some((l, r)) = ev.addrs {
+            e.local_addr = l.0;
+            e.remote_addr = r.0;
+        }
+        if !ev.pdata.is_empty() {
+            e.private_data = ev.pdata.as_ptr().cast_mut().cast();
+            e.private_data_len = ev.pdata.len().min(255) as u8;
+        }
+        e.ird = ev.ird;
+        e.ord = ev.ord;
+        let prov = provider.map(|p| Arc::into_raw(p).cast_mut());
+        if let Some(p) = prov {
+            e.provider_data = p.cast();
+        }
+        let handler = self.raw().event_handler.ok_or(EINVAL)?;
+        // SAFETY: the CM's handler for this id; the event and its private
+        // data live for the call (the CM copies what it keeps).
+        let r = unsafe { handler(self.ptr.as_ptr(), &mut e) };
+        if r != 0 {
+            if let Some(p) = prov {
+                // SAFETY: the CM refused the event, so it did not take the
+                // provider reference: give it back.
+                drop(unsafe { Arc::from_raw(p.cast_const()) });
+            }
+            return Err(Error::from_errno(r));
+        }
+        Ok(())
+    }
+
+    /// Stores `p` as the id's provider data (a listener).
+    pub fn set_provider<P: Send + Sync>(&self, p: Arc<P>) {
+        // SAFETY: we hold a reference; the CM does not touch provider data
+        // of ids the driver set up.
+        unsafe { (*self.ptr.as_ptr()).provider_data = Arc::into_raw(p).cast_mut().cast() };
+    }
+}
+
+/// Takes the provider data of a CM id (set by [`CmId::set_provider`] or
+/// by the CM from a connect request event).
+///
+/// # Safety
+///
+/// `p` is a live id whose provider data is null or an `Arc<P>` pointer.
+pub(crate) unsafe fn take_provider<P: Send + Sync>(p: *mut bindings::iw_cm_id) -> Option<Arc<P>> {
+    // SAFETY: per the contract.
+    unsafe {
+        let d = (*p).provider_data;
+        (*p).provider_data = core::ptr::null_mut();
+        (!d.is_null()).then(|| Arc::from_raw(d.cast::<P>()))
+    }
+}
+
+impl Clone for CmId {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a reference, so the id is live; the new reference
+        // is owned by the clone.
+        unsafe {
+            if let Some(f) = (*self.ptr.as_ptr()).add_ref {
+                f(self.ptr.as_ptr());
+            }
+        }
+        Self { ptr: self.ptr }
+    }
+}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe {
+            if let Some(f) = (*self.ptr.as_ptr()).rem_ref {
+                f(self.ptr.as_ptr());
+            }
+        }
+    }
+}
