@@ -5,7 +5,7 @@
 //! net device removal or module unload).
 
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{prelude::*, str::CStr};
+use kernel::{prelude::*, str::CStr, sync::Arc};
 
 use crate::kif::xarray::XArray;
 use crate::kif::{
@@ -78,9 +78,8 @@ pub struct Device {
     /// Queue pairs by QP number.
     #[pin]
     pub qp_xa: XArray<Qp>,
-    /// Memory objects by STag index.
-    #[pin]
-    pub mem_xa: XArray<Mem>,
+    /// Memory objects by STag index (shared with the QPs' data path).
+    pub mem_xa: Arc<XArray<Mem>>,
 }
 
 /// The EUI-64 of a MAC address (RFC 4291 appendix A), as a GUID in network
@@ -146,6 +145,7 @@ impl LinkDriver for Link {
             let id = dev_id.to_be_bytes();
             [0x02, 0x72, id[0], id[1], id[2], id[3]]
         });
+        let mem_xa = Arc::pin_init(XArray::new(), GFP_KERNEL)?;
         let dev = try_pin_init!(Device {
             mac,
             dev_id,
@@ -157,7 +157,7 @@ impl LinkDriver for Link {
             num_mr: AtomicU32::new(0),
             next_pd_id: AtomicU32::new(1),
             qp_xa <- XArray::new(),
-            mem_xa <- XArray::new(),
+            mem_xa,
         }? Error);
         let setup = DeviceSetup {
             ndev,

@@ -5,35 +5,648 @@
 //! segments: tagged ones into registered memory, untagged ones into the
 //! next receive queue element; completes messages and answers errors with
 //! a TERMINATE.
+//!
+//! Everything that must not happen under the receive lock (CQ pushes for
+//! failed receives, events, TERMINATE queueing, waking the transmit work)
+//! is collected in [`Actions`] and done after the lock is dropped. Work that
+//! needs process context (closing the connection) goes to the transmit
+//! work item.
 
+use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow},
 };
 
-use crate::kif::sock::{SockEvents, SockRx, TcpState};
-use crate::qp::Qp;
+use crate::kif::{
+    crc::KernelCrc32c,
+    handle::QpEvent,
+    queue::{Rqe, MAX_SGE, WQE_VALID},
+    sock::{SockEvents, SockRx, TcpState},
+};
+use crate::mem::{access, Mem};
+use crate::qp::{op, wc, wqe, Qp, QpState};
+use crate::qp_tx::{check_mem, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault};
+use crate::wire::{
+    error::{DdpError, ProtocolError, RdmapError},
+    mpa::MpaMode,
+    rdmap::{Body, Opcode, ReadRequest, SegmentHeader, MAX_HDR_LEN, QN_READ_REQUEST, QN_SEND},
+    rx::{CrcVerdict, Deframer, FpduInfo, RxConfig, RxSink},
+};
+
+const NO_MEM: Option<Arc<Mem>> = None;
+
+/// A Send message being received into a receive queue element.
+struct RecvMsg {
+    rqe: Rqe,
+    mems: [Option<Arc<Mem>>; MAX_SGE],
+    n: usize,
+    /// Room of the RQE (sum of its SGE lengths).
+    total: u32,
+    /// Octets placed (the next MO).
+    processed: u32,
+    /// Invalidate STag of Send with Invalidate (first segment).
+    inval: u32,
+    opcode: Opcode,
+    /// Completion status if the message failed locally.
+    status: u16,
+}
+
+/// What the payload of the current segment goes to.
+enum Seg {
+    /// Nothing (no payload expected, or discarded).
+    None,
+    /// The Send in progress, at message offset `mo`.
+    Send { mo: u32, len: u32 },
+    /// An RDMA Write to `mem` at tagged offset `to`.
+    Write { mem: Arc<Mem>, to: u64 },
+    /// An RDMA Read Response to the ORQ head's sink.
+    ReadResp {
+        mem: Option<Arc<Mem>>,
+        to: u64,
+        len: u32,
+    },
+    /// An RDMA Read Request (queued when its FPDU is complete).
+    ReadReq { rr: ReadRequest, msn: u32 },
+    /// A TERMINATE from the peer.
+    Term,
+}
+
+/// Per-connection receive state besides the deframer.
+struct RxCtx {
+    /// The MSN the next message must carry, per untagged queue.
+    msn: [u32; 3],
+    send: Option<RecvMsg>,
+    seg: Seg,
+    /// Wire form of the current segment's header (for a TERMINATE).
+    raw: [u8; MAX_HDR_LEN],
+    raw_len: usize,
+    /// ULPDU_Length of the current FPDU.
+    ulpdu_len: u16,
+}
+
+impl RxCtx {
+    const fn new() -> Self {
+        Self {
+            msn: [1; 3],
+            send: None,
+            seg: Seg::None,
+            raw: [0; MAX_HDR_LEN],
+            raw_len: 0,
+            ulpdu_len: 0,
+        }
+    }
+}
 
 /// Receive state of a QP.
-#[derive(Default)]
-pub struct RxState {}
+pub struct RxState {
+    d: Option<Deframer<KernelCrc32c>>,
+    c: RxCtx,
+}
+
+impl Default for RxState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl RxState {
-    /// Idle state.
+    /// Idle state (no connection).
     pub fn new() -> Self {
-        Self {}
+        Self {
+            d: None,
+            c: RxCtx::new(),
+        }
+    }
+}
+
+/// What to do once the receive lock is dropped.
+#[derive(Default)]
+struct Actions {
+    /// The transmit work has something to do (Read Request queued, ORD
+    /// slot freed, TERMINATE queued).
+    wake_tx: bool,
+    /// A TERMINATE was received.
+    terminated: bool,
+    /// A protocol error: TERMINATE to send (error, header, its length,
+    /// ULPDU_Length).
+    error: Option<(ProtocolError, [u8; MAX_HDR_LEN], usize, u16)>,
+    /// A receive that failed locally, to complete with its status.
+    failed: Option<(Rqe, u32, u16)>,
+}
+
+/// The deframer's consumer for one `push`.
+struct Sink<'a> {
+    qp: &'a Qp,
+    c: &'a mut RxCtx,
+    act: &'a mut Actions,
+}
+
+fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
+    match f {
+        MemFault::Stag => DdpError::TaggedInvalidStag.into(),
+        MemFault::Pd => DdpError::TaggedStagNotAssociated.into(),
+        MemFault::Access => RdmapError::AccessRights.into(),
+        MemFault::Bounds => {
+            if to.checked_add(u64::from(len)).is_none() {
+                DdpError::TaggedToWrap.into()
+            } else {
+                DdpError::TaggedBaseBounds.into()
+            }
+        }
+    }
+}
+
+impl Sink<'_> {
+    /// Takes the next receive queue element (own RQ or SRQ).
+    fn take_rqe(&self) -> Option<Rqe> {
+        if let Some(srq) = &self.qp.srq {
+            return srq.take();
+        }
+        let rq = self.qp.rq.as_ref()?;
+        let mut inner = self.qp.inner.lock();
+        let i = inner.rq_get;
+        if rq.flags(i) & WQE_VALID == 0 {
+            return None;
+        }
+        let mut rqe = rq.read(i);
+        rqe.flags = rq.flags(i);
+        rq.set_flags(i, 0);
+        inner.rq_get = i.wrapping_add(1);
+        Some(rqe)
+    }
+
+    fn send_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        if u.msn != self.c.msn[QN_SEND as usize] {
+            return Err(DdpError::UntaggedMsnRange.into());
+        }
+        if self.c.send.is_none() {
+            if u.mo != 0 {
+                return Err(DdpError::UntaggedInvalidMo.into());
+            }
+            let rqe = self.take_rqe().ok_or(DdpError::UntaggedMsnNoBuffer)?;
+            let mut m = RecvMsg {
+                rqe,
+                mems: [NO_MEM; MAX_SGE],
+                n: 0,
+                total: 0,
+                processed: 0,
+                inval: u.ulp,
+                opcode: hdr.opcode,
+                status: wc::SUCCESS,
+            };
+            let max = (self.qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
+            let n = usize::from(rqe.num_sge);
+            let mut bad = n > max;
+            m.n = n.min(MAX_SGE);
+            for (s, slot) in rqe.sge.iter().zip(m.mems.iter_mut()).take(m.n) {
+                match m.total.checked_add(s.length) {
+                    Some(t) => m.total = t,
+                    None => bad = true,
+                }
+                if s.length == 0 || bad {
+                    continue;
+                }
+                match lookup_stag(self.qp, s.lkey) {
+                    Some(mem) => {
+                        if check_mem(
+                            self.qp,
+                            &mem,
+                            s.addr,
+                            u64::from(s.length),
+                            access::LOCAL_WRITE,
+                        )
+                        .is_err()
+                        {
+                            bad = true;
+                        }
+                        *slot = Some(mem);
+                    }
+                    None => bad = true,
+                }
+            }
+            if bad {
+                m.status = wc::LOC_PROT_ERR;
+                self.c.send = Some(m);
+                return Err(DdpError::LocalCatastrophic.into());
+            }
+            self.c.send = Some(m);
+        }
+        let m = self.c.send.as_mut().ok_or(DdpError::LocalCatastrophic)?;
+        if u.mo != m.processed {
+            return Err(DdpError::UntaggedInvalidMo.into());
+        }
+        let end = m.processed.checked_add(plen);
+        if end.map_or(true, |e| e > m.total) {
+            m.status = wc::LOC_LEN_ERR;
+            return Err(DdpError::UntaggedTooLong.into());
+        }
+        self.c.seg = Seg::Send {
+            mo: u.mo,
+            len: plen,
+        };
+        Ok(())
+    }
+
+    fn write_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        if self.qp.inner.lock().access & access::REMOTE_WRITE == 0 {
+            return Err(RdmapError::AccessRights.into());
+        }
+        let mem = lookup_stag(self.qp, t.stag).ok_or(DdpError::TaggedInvalidStag)?;
+        check_mem(self.qp, &mem, t.to, u64::from(plen), access::REMOTE_WRITE)
+            .map_err(|f| tagged_fault(f, t.to, plen))?;
+        self.c.seg = Seg::Write { mem, to: t.to };
+        Ok(())
+    }
+
+    fn read_resp_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        let mut orq = self.qp.orq.lock();
+        let e = orq.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
+        if t.stag != e.sink.lkey {
+            return Err(DdpError::TaggedInvalidStag.into());
+        }
+        if t.to != e.sink.addr.wrapping_add(u64::from(e.placed)) {
+            return Err(DdpError::TaggedBaseBounds.into());
+        }
+        let end = e
+            .placed
+            .checked_add(plen)
+            .ok_or(DdpError::TaggedBaseBounds)?;
+        if end > e.sink.length || (hdr.ctrl.last && end != e.sink.length) {
+            return Err(DdpError::TaggedBaseBounds.into());
+        }
+        self.c.seg = Seg::ReadResp {
+            mem: e.mem.clone(),
+            to: t.to,
+            len: plen,
+        };
+        Ok(())
+    }
+
+    fn read_req_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        if u.msn != self.c.msn[QN_READ_REQUEST as usize] {
+            return Err(DdpError::UntaggedMsnRange.into());
+        }
+        if plen != 0 || u.mo != 0 || !hdr.ctrl.last {
+            return Err(DdpError::UntaggedInvalidMo.into());
+        }
+        let Body::ReadRequest(rr) = hdr.body else {
+            return Err(RdmapError::UnexpectedOpcode.into());
+        };
+        self.c.seg = Seg::ReadReq { rr, msn: u.msn };
+        Ok(())
+    }
+
+    /// Completes the Send in progress.
+    fn finish_send(&mut self) -> Result<(), ProtocolError> {
+        let Some(mut m) = self.c.send.take() else {
+            return Ok(());
+        };
+        let q = &mut self.c.msn[QN_SEND as usize];
+        *q = q.wrapping_add(1);
+        if matches!(m.opcode, Opcode::SendSe | Opcode::SendSeInvalidate) {
+            m.rqe.flags |= wqe::SOLICITED;
+        }
+        let mut inval = None;
+        let mut err = None;
+        if m.opcode.has_invalidate() {
+            match self.qp.mem_xa.get(m.inval >> 8) {
+                Some(mem) if mem.pd_id == self.qp.pd_id => {
+                    mem.valid.store(false, Ordering::Release);
+                    inval = Some(m.inval);
+                }
+                Some(_) => err = Some(RdmapError::ProtectionCannotInvalidate),
+                None => err = Some(RdmapError::OperationCannotInvalidate),
+            }
+        }
+        let status = if err.is_some() {
+            wc::REM_INV_REQ_ERR
+        } else {
+            wc::SUCCESS
+        };
+        let _ = self.qp.complete_rqe(&m.rqe, m.processed, inval, status);
+        match err {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Completes the ORQ head (its Read Response is complete).
+    fn finish_read(&mut self) -> Result<(), ProtocolError> {
+        let e = self.qp.orq.lock().pop();
+        let Some(e) = e else { return Ok(()) };
+        let mut status = wc::SUCCESS;
+        if e.opcode == op::READ_LOCAL_INV {
+            match self.qp.mem_xa.get(e.sink.lkey >> 8) {
+                Some(mem) if mem.pd_id == self.qp.pd_id => {
+                    mem.valid.store(false, Ordering::Release)
+                }
+                _ => status = wc::GENERAL_ERR,
+            }
+        }
+        let _ = self.qp.complete_sqe_copy(&e.sqe(), e.placed, status);
+        // An ORD slot is free (and a fence may be lifted).
+        self.act.wake_tx = true;
+        if status != wc::SUCCESS {
+            return Err(RdmapError::LocalCatastrophic.into());
+        }
+        Ok(())
+    }
+}
+
+impl RxSink for Sink<'_> {
+    fn on_fpdu_start(&mut self, info: &FpduInfo) -> Result<(), ProtocolError> {
+        self.c.ulpdu_len = info.ulpdu_len;
+        self.c.raw_len = 0;
+        self.c.seg = Seg::None;
+        Ok(())
+    }
+
+    fn on_header(
+        &mut self,
+        hdr: &SegmentHeader,
+        raw: &[u8],
+        payload_len: u16,
+    ) -> Result<(), ProtocolError> {
+        let n = raw.len().min(MAX_HDR_LEN);
+        if let (Some(d), Some(s)) = (self.c.raw.get_mut(..n), raw.get(..n)) {
+            d.copy_from_slice(s);
+            self.c.raw_len = n;
+        }
+        let plen = u32::from(payload_len);
+        match hdr.opcode {
+            Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
+                self.send_header(hdr, plen)
+            }
+            Opcode::Write => self.write_header(hdr, plen),
+            Opcode::ReadResponse => self.read_resp_header(hdr, plen),
+            Opcode::ReadRequest => self.read_req_header(hdr, plen),
+            Opcode::Terminate => {
+                self.c.seg = Seg::Term;
+                if let Body::Terminate(t) = hdr.body {
+                    pr_warn!(
+                        "rsiw: QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
+                        self.qp.id(),
+                        t.code.layer,
+                        t.code.etype,
+                        t.code.code,
+                        t.code.etype,
+                        t.code.layer
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError> {
+        match &self.c.seg {
+            Seg::Send { mo, .. } => {
+                let Some(m) = self.c.send.as_mut() else {
+                    return Ok(());
+                };
+                let mut o = mo.checked_add(offset).ok_or(DdpError::UntaggedTooLong)?;
+                let mut rest = data;
+                let mut base = 0u32;
+                for (s, mem) in m.rqe.sge.iter().zip(m.mems.iter()).take(m.n) {
+                    if rest.is_empty() {
+                        break;
+                    }
+                    let end = base.saturating_add(s.length);
+                    if o >= base && o < end {
+                        let k = ((end - o) as usize).min(rest.len());
+                        let (now, later) = rest.split_at(k);
+                        let addr = s.addr.wrapping_add(u64::from(o - base));
+                        let ok = mem.as_ref().map(|mm| mem_write(mm, addr, now).is_ok());
+                        if ok != Some(true) {
+                            m.status = wc::LOC_PROT_ERR;
+                            return Err(DdpError::LocalCatastrophic.into());
+                        }
+                        rest = later;
+                        o += k as u32;
+                    }
+                    base = end;
+                }
+                if !rest.is_empty() {
+                    m.status = wc::LOC_LEN_ERR;
+                    return Err(DdpError::UntaggedTooLong.into());
+                }
+                Ok(())
+            }
+            Seg::Write { mem, to } => {
+                let a = to.wrapping_add(u64::from(offset));
+                mem_write(mem, a, data).map_err(|_| DdpError::LocalCatastrophic.into())
+            }
+            Seg::ReadResp { mem, to, .. } => match mem {
+                Some(mem) => mem_write(mem, to.wrapping_add(u64::from(offset)), data)
+                    .map_err(|_| DdpError::LocalCatastrophic.into()),
+                None if data.is_empty() => Ok(()),
+                None => Err(DdpError::TaggedBaseBounds.into()),
+            },
+            Seg::ReadReq { .. } | Seg::Term | Seg::None => Ok(()),
+        }
+    }
+
+    fn on_fpdu_end(
+        &mut self,
+        hdr: &SegmentHeader,
+        verdict: CrcVerdict,
+    ) -> Result<(), ProtocolError> {
+        self.c.raw_len = 0;
+        if let CrcVerdict::Mismatch { .. } = verdict {
+            // The deframer fails with the CRC error right after this.
+            return Ok(());
+        }
+        match core::mem::replace(&mut self.c.seg, Seg::None) {
+            Seg::Send { len, .. } => {
+                if let Some(m) = self.c.send.as_mut() {
+                    m.processed = m.processed.saturating_add(len);
+                }
+                if hdr.ctrl.last {
+                    self.finish_send()?;
+                }
+                Ok(())
+            }
+            Seg::ReadResp { len, .. } => {
+                let done = {
+                    let mut orq = self.qp.orq.lock();
+                    match orq.head_mut() {
+                        Some(e) => {
+                            e.placed = e.placed.saturating_add(len);
+                            hdr.ctrl.last
+                        }
+                        None => false,
+                    }
+                };
+                if done {
+                    self.finish_read()?;
+                }
+                Ok(())
+            }
+            Seg::ReadReq { rr, msn } => {
+                let q = &mut self.c.msn[QN_READ_REQUEST as usize];
+                *q = q.wrapping_add(1);
+                if !self.qp.irq.lock().push(IrqEntry { rr, msn }) {
+                    pr_warn!("rsiw: QP {}: IRD exceeded\n", self.qp.id());
+                    return Err(RdmapError::CatastrophicStream.into());
+                }
+                self.act.wake_tx = true;
+                Ok(())
+            }
+            Seg::Term => {
+                self.act.terminated = true;
+                Ok(())
+            }
+            Seg::Write { .. } | Seg::None => Ok(()),
+        }
+    }
+}
+
+/// Feeds received octets to the QP's deframer; everything to do
+/// afterwards is added to `act`.
+fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
+    if act.terminated || act.error.is_some() || qp.state() != QpState::Rts {
+        // Discard: the stream is dead.
+        return;
+    }
+    let mut g = qp.rx.lock();
+    let RxState { d, c } = &mut *g;
+    let Some(d) = d.as_mut() else { return };
+    if d.error().is_some() {
+        return;
+    }
+    let mut sink = Sink { qp, c, act };
+    if let Err(e) = d.push(bytes, &mut sink) {
+        let c = &mut *sink.c;
+        // A Send that failed locally completes with its own status (any
+        // other one in progress is flushed when the QP goes to error).
+        if c.send.as_ref().is_some_and(|m| m.status != wc::SUCCESS) {
+            if let Some(m) = c.send.take() {
+                sink.act.failed = Some((m.rqe, m.processed, m.status));
+            }
+        }
+        sink.act.error = Some((e, c.raw, c.raw_len, c.ulpdu_len));
+    }
+}
+
+/// Does what `feed` collected, without the receive lock.
+fn after(qp: &Arc<Qp>, act: Actions) {
+    if let Some((rqe, bytes, status)) = act.failed {
+        let _ = qp.complete_rqe(&rqe, bytes, None, status);
+    }
+    let mut wake = act.wake_tx;
+    if let Some((e, raw, n, ulpdu)) = act.error {
+        pr_warn!("rsiw: QP {}: protocol error {:?}\n", qp.id(), e);
+        qp.handle.event(QpEvent::Fatal);
+        let hdr = if n > 0 { raw.get(..n) } else { None };
+        if queue_terminate(qp, e, hdr, ulpdu) {
+            wake = true;
+        } else {
+            on_llp_close(qp);
+        }
+    }
+    if act.terminated {
+        qp.handle.event(QpEvent::Fatal);
+        qp.set_error();
+        on_llp_close(qp);
+    }
+    if wake {
+        qp.schedule_tx();
     }
 }
 
 impl SockEvents for Qp {
-    fn data_ready(_this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {}
+    fn data_ready(this: ArcBorrow<'_, Self>, rx: &mut SockRx<'_>) {
+        if this.rx.lock().d.is_none() {
+            // Not started: `start` picks the data up.
+            return;
+        }
+        let qp: Arc<Qp> = this.into();
+        let mut act = Actions::default();
+        let _ = rx.pull(&mut |b| {
+            feed(&qp, b, &mut act);
+            Ok(())
+        });
+        after(&qp, act);
+    }
 
-    fn state_change(_this: ArcBorrow<'_, Self>, _state: TcpState) {}
+    fn state_change(this: ArcBorrow<'_, Self>, state: TcpState) {
+        if matches!(state, TcpState::Closed | TcpState::CloseWait) {
+            let qp: Arc<Qp> = this.into();
+            on_llp_close(&qp);
+        }
+    }
+
+    fn write_space(this: ArcBorrow<'_, Self>) {
+        let qp: Arc<Qp> = this.into();
+        qp.schedule_tx();
+    }
+}
+
+/// The TCP connection closed or the stream died (any context): the QP
+/// goes to error at once; closing the connection (CM events, socket
+/// release) is done by the transmit work in process context, see
+/// [`llp_closed`].
+pub fn on_llp_close(qp: &Arc<Qp>) {
+    if qp.state() == QpState::Rts {
+        qp.handle.event(QpEvent::Fatal);
+    }
+    qp.irq.lock().set_llp_closed();
+    qp.schedule_tx();
+}
+
+/// Process context end of [`on_llp_close`]: reports the close to the
+/// connection manager, which moves the QP to error and drops the
+/// connection.
+pub fn llp_closed(qp: &Arc<Qp>) {
+    match qp.conn() {
+        Some(c) => c.cep.close(true),
+        None => qp.set_error(),
+    }
+}
+
+/// Completes the receive in progress with a flush error (the QP is going
+/// to error). Called by [`Qp::flush_rq`].
+pub fn flush_active(qp: &Qp) {
+    let m = {
+        let mut g = qp.rx.lock();
+        g.c.seg = Seg::None;
+        g.c.send.take()
+    };
+    if let Some(m) = m {
+        let status = if m.status != wc::SUCCESS {
+            m.status
+        } else {
+            wc::WR_FLUSH_ERR
+        };
+        let _ = qp.complete_rqe(&m.rqe, 0, None, status);
+    }
 }
 
 /// Starts receiving on a QP that just entered RTS (called by the CM after
-/// the socket's upcalls were handed to the QP): processes data that
-/// arrived before.
-pub fn start(_qp: &Arc<Qp>) -> Result {
-    Ok(())
+/// the socket's upcalls were handed to the QP): sets up the transmit and
+/// receive state of the connection and processes data that arrived before.
+pub fn start(qp: &Arc<Qp>) -> Result {
+    let conn = qp.conn().ok_or(EINVAL)?;
+    crate::qp_tx::start(qp, &conn)?;
+    let mode = MpaMode {
+        markers: conn.markers,
+        crc: conn.crc,
+    };
+    {
+        let mut g = qp.rx.lock();
+        g.d = Some(Deframer::new(RxConfig::new(mode), KernelCrc32c::new(), 0));
+        g.c = RxCtx::new();
+    }
+    let mut act = Actions::default();
+    let r = conn.sock.pull_locked(&mut |b| {
+        feed(qp, b, &mut act);
+        Ok(())
+    });
+    after(qp, act);
+    r
 }

@@ -3,42 +3,515 @@
 //! The transmit engine: turns send queue elements and inbound RDMA Read
 //! Requests into FPDUs on the QP's connection, packing many FPDUs into one
 //! call into TCP. Runs from the QP's work item (process context).
+//!
+//! Order of work in [`run`]: a pending TERMINATE first, then queued Read
+//! Responses (IRQ), then the send queue in order. A message is cut into
+//! DDP segments of at most MULPDU octets by the wire core's [`TxBatch`];
+//! up to [`BATCH_BUDGET`] octets (or [`MAX_PIECES`] kvec pieces) of FPDUs
+//! go into one [`crate::kif::sock::Socket::send`]. Payload is sent straight
+//! from the pinned pages; ULPDU_Length, headers, markers, PAD and CRC are
+//! written into a small scratch area. When TCP takes only part of a batch,
+//! the batch is rebuilt identically on the next run (it is a pure function
+//! of the committed position) and the octets already taken are skipped.
+//!
+//! Send queue slots: Sends and Writes keep their slot (at `sq_get`) until
+//! their last octet went to TCP, then complete; RDMA Reads move to the ORQ
+//! (and give their slot back) before the Read Request is sent, and complete
+//! when the Read Response arrives. Local operations (invalidate, fast
+//! registration) complete at once.
 
-use kernel::sync::Arc;
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
 
-use crate::qp::Qp;
+use crate::device::limits;
+use crate::kif::{
+    handle::QpEvent,
+    mem::{kernel_slice, kernel_write},
+    queue::{Sge, Sqe, MAX_INLINE, MAX_SGE},
+};
+use crate::mem::{access, Mem, MemKind};
+use crate::qp::{op, wc, wqe, Conn, Qp, QpState};
+use crate::wire::{
+    crc::{crc_to_wire, Crc32c},
+    error::{ProtocolError, RdmapError},
+    markers::MARKER_PAYLOAD_SPAN,
+    mpa::MpaMode,
+    rdmap::{Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
+    term::build_terminate,
+    tx::{Segment, Segmenter, TxBatch, TxPiece},
+};
 
-/// Transmit state of a QP (the work request in progress).
-#[derive(Default)]
-pub struct TxState {}
+/// Largest number of octets handed to TCP in one send call.
+pub const BATCH_BUDGET: u32 = 64 * 1024;
+/// Largest number of kvec pieces of one send call (the socket's limit).
+pub const MAX_PIECES: usize = 32;
+/// Scratch octets for ULPDU_Length, headers, markers, PAD and CRC fields.
+const SCRATCH: usize = 2048;
+/// Payload cap per FPDU with markers, so that one FPDU's pieces always fit
+/// one send call (each marker may split the payload).
+const MARKER_FPDU_PAYLOAD: u32 = 8 * MARKER_PAYLOAD_SPAN;
+/// Largest TERMINATE ULPDU: header (22), DDP segment length (2) and a
+/// copied Read Request header (46).
+const TERM_MAX: usize = 72;
+/// Header buffer size (the largest DDP/RDMAP header or TERMINATE ULPDU).
+const HDR_MAX: usize = TERM_MAX;
 
-impl TxState {
-    /// Idle state.
-    pub fn new() -> Self {
-        Self {}
+// ---------------------------------------------------------------------------
+// Memory access shared with the receive side.
+// ---------------------------------------------------------------------------
+
+/// Why a memory reference was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemFault {
+    /// Unknown, stale (key mismatch) or invalidated STag.
+    Stag,
+    /// The memory belongs to another protection domain.
+    Pd,
+    /// The access right is missing.
+    Access,
+    /// The range is outside the memory object.
+    Bounds,
+}
+
+/// The memory object an STag names (index and key), if any.
+pub(crate) fn lookup_stag(qp: &Qp, stag: u32) -> Option<Arc<Mem>> {
+    let mem = qp.mem_xa.get(stag >> 8)?;
+    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
+        return None;
+    }
+    Some(mem)
+}
+
+/// Checks validity, PD, access rights `need` and bounds of `[addr, addr +
+/// len)` of `mem` for `qp`.
+pub(crate) fn check_mem(
+    qp: &Qp,
+    mem: &Mem,
+    addr: u64,
+    len: u64,
+    need: u32,
+) -> core::result::Result<(), MemFault> {
+    if !mem.valid.load(Ordering::Acquire) {
+        return Err(MemFault::Stag);
+    }
+    if mem.pd_id != qp.pd_id {
+        return Err(MemFault::Pd);
+    }
+    if mem.access.load(Ordering::Acquire) & need != need {
+        return Err(MemFault::Access);
+    }
+    let va = mem.va.get();
+    let end = addr.checked_add(len).ok_or(MemFault::Bounds)?;
+    if addr < va || end > va.saturating_add(mem.len.get()) {
+        return Err(MemFault::Bounds);
+    }
+    Ok(())
+}
+
+/// Kernel address and contiguous length of `addr` in a fast-registration
+/// page list.
+fn pbl_addr(
+    mem: &Mem,
+    p: &crate::kif::sync::SpinLockIrq<crate::mem::Pbl>,
+    addr: u64,
+) -> Result<(u64, u64)> {
+    let pbl = p.lock();
+    let ps = u64::from(pbl.page_size);
+    if ps == 0 {
+        return Err(EFAULT);
+    }
+    let va = mem.va.get();
+    let pos = (va % ps)
+        .checked_add(addr.checked_sub(va).ok_or(EFAULT)?)
+        .ok_or(EFAULT)?;
+    let idx = usize::try_from(pos / ps).map_err(|_| EFAULT)?;
+    if idx >= pbl.n {
+        return Err(EFAULT);
+    }
+    let page = *pbl.pages.get(idx).ok_or(EFAULT)?;
+    let in_pg = pos % ps;
+    Ok((page.checked_add(in_pg).ok_or(EFAULT)?, ps - in_pg))
+}
+
+/// A contiguous read-only piece of `mem` starting at `addr`, at most `max`
+/// octets (less at a page boundary). The caller checked the bounds.
+pub(crate) fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
+    if max == 0 {
+        return Ok(&[]);
+    }
+    match &mem.kind {
+        MemKind::User(u) => {
+            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
+            u.slice(usize::try_from(off).map_err(|_| EFAULT)?, max as usize)
+        }
+        MemKind::Dma => kernel_slice(mem, addr, max as usize),
+        MemKind::Pbl(p) => {
+            let (ka, room) = pbl_addr(mem, p, addr)?;
+            let n = u64::from(max).min(room) as usize;
+            kernel_slice(mem, ka, n)
+        }
+    }
+}
+
+/// Copies `data` into `mem` at `addr`. The caller checked the bounds.
+pub(crate) fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
+    if data.is_empty() {
+        return Ok(());
+    }
+    match &mem.kind {
+        MemKind::User(u) => {
+            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
+            let off = usize::try_from(off).map_err(|_| EFAULT)?;
+            u.with_range(off, data.len(), |dst, pos| {
+                let src = pos
+                    .checked_add(dst.len())
+                    .and_then(|end| data.get(pos..end))
+                    .ok_or(EFAULT)?;
+                dst.copy_from_slice(src);
+                Ok(())
+            })
+        }
+        MemKind::Dma => kernel_write(addr, data),
+        MemKind::Pbl(p) => {
+            let mut done = 0usize;
+            while done < data.len() {
+                let a = addr.checked_add(done as u64).ok_or(EFAULT)?;
+                let (ka, room) = pbl_addr(mem, p, a)?;
+                let n = ((data.len() - done) as u64).min(room) as usize;
+                let src = data.get(done..done + n).ok_or(EFAULT)?;
+                kernel_write(ka, src)?;
+                done += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// ORQ and IRQ.
+// ---------------------------------------------------------------------------
+
+/// An outbound RDMA Read awaiting its Read Response.
+#[derive(Clone)]
+pub struct OrqEntry {
+    /// Work request id.
+    pub id: u64,
+    /// Work request flags.
+    pub flags: u16,
+    /// `op::READ` or `op::READ_LOCAL_INV`.
+    pub opcode: u8,
+    /// The sink SGE (STag = lkey, TO = address).
+    pub sink: Sge,
+    /// The sink memory (none for a zero-length Read).
+    pub mem: Option<Arc<Mem>>,
+    /// Octets of the response placed so far.
+    pub placed: u32,
+}
+
+impl OrqEntry {
+    /// A send queue element for the completion.
+    pub fn sqe(&self) -> Sqe {
+        Sqe {
+            id: self.id,
+            flags: self.flags,
+            num_sge: 1,
+            opcode: self.opcode,
+            rkey: 0,
+            raddr: 0,
+            sge: [self.sink; MAX_SGE],
+            access: 0,
+            inline: [0; MAX_INLINE],
+        }
     }
 }
 
 /// Outbound RDMA Reads awaiting their Read Response (at most ORD).
-#[derive(Default)]
-pub struct Orq {}
+pub struct Orq {
+    ents: KVec<Option<OrqEntry>>,
+    head: usize,
+    len: usize,
+}
 
-impl Orq {
-    /// An empty queue.
-    pub fn new() -> Self {
-        Self {}
+impl Default for Orq {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-/// Inbound RDMA Read Requests to answer (at most IRD).
-#[derive(Default)]
-pub struct Irq {}
+impl Default for Irq {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Orq {
+    /// An empty queue (no capacity until the connection starts).
+    pub fn new() -> Self {
+        Self {
+            ents: KVec::new(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Outstanding Reads.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no Read is outstanding.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The oldest outstanding Read.
+    pub fn head_mut(&mut self) -> Option<&mut OrqEntry> {
+        if self.len == 0 {
+            return None;
+        }
+        self.ents.get_mut(self.head).and_then(|e| e.as_mut())
+    }
+
+    /// Removes the oldest outstanding Read.
+    pub fn pop(&mut self) -> Option<OrqEntry> {
+        if self.len == 0 {
+            return None;
+        }
+        let cap = self.ents.len();
+        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
+        self.head = (self.head + 1) % cap.max(1);
+        self.len -= 1;
+        e
+    }
+
+    fn push(&mut self, e: OrqEntry) -> core::result::Result<(), OrqEntry> {
+        let cap = self.ents.len();
+        if self.len >= cap {
+            return Err(e);
+        }
+        let i = (self.head + self.len) % cap;
+        match self.ents.get_mut(i) {
+            Some(slot) => {
+                *slot = Some(e);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(e),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.ents.len()
+    }
+}
+
+/// An inbound RDMA Read Request to answer.
+#[derive(Clone, Copy, Debug)]
+pub struct IrqEntry {
+    /// The request.
+    pub rr: ReadRequest,
+    /// Its MSN (for the copied header of a TERMINATE).
+    pub msn: u32,
+}
+
+/// A TERMINATE ULPDU waiting to be sent.
+#[derive(Clone, Copy)]
+pub struct TermMsg {
+    buf: [u8; TERM_MAX],
+    len: u8,
+}
+
+/// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
+/// the receive side (softirq) passes to the transmit work.
+pub struct Irq {
+    ents: KVec<Option<IrqEntry>>,
+    head: usize,
+    len: usize,
+    /// A response is being sent (it still takes an IRD slot).
+    active: bool,
+    /// A TERMINATE to send, then the QP goes to error.
+    term: Option<TermMsg>,
+    /// The TCP connection closed (handled in process context).
+    llp_closed: bool,
+}
 
 impl Irq {
-    /// An empty queue.
+    /// An empty queue (no capacity until the connection starts).
     pub fn new() -> Self {
-        Self {}
+        Self {
+            ents: KVec::new(),
+            head: 0,
+            len: 0,
+            active: false,
+            term: None,
+            llp_closed: false,
+        }
     }
+
+    /// Queues a Read Request; `false` when IRD is exhausted.
+    pub fn push(&mut self, e: IrqEntry) -> bool {
+        let cap = self.ents.len();
+        if cap == 0 || self.len + usize::from(self.active) >= cap {
+            return false;
+        }
+        let i = (self.head + self.len) % cap;
+        match self.ents.get_mut(i) {
+            Some(slot) => {
+                *slot = Some(e);
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn pop(&mut self) -> Option<IrqEntry> {
+        if self.len == 0 {
+            return None;
+        }
+        let cap = self.ents.len();
+        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
+        self.head = (self.head + 1) % cap.max(1);
+        self.len -= 1;
+        e
+    }
+
+    /// Asks the transmit work to handle a closed connection.
+    pub fn set_llp_closed(&mut self) {
+        self.llp_closed = true;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Transmit state.
+// ---------------------------------------------------------------------------
+
+/// Where a message's payload comes from.
+enum Src {
+    /// No payload.
+    None,
+    /// The inline data of the work request (in `Job::sqe`).
+    Inline,
+    /// Registered memory: SGEs with their resolved memory objects.
+    Sgl {
+        sges: [Sge; MAX_SGE],
+        mems: [Option<Arc<Mem>>; MAX_SGE],
+        n: usize,
+    },
+}
+
+/// What a job is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Send or Write from send queue slot `idx`.
+    Sqe { idx: u32 },
+    /// RDMA Read Request (already in the ORQ).
+    ReadReq,
+    /// RDMA Read Response.
+    ReadResp,
+    /// TERMINATE.
+    Term,
+}
+
+/// The message being transmitted.
+struct Job {
+    kind: Kind,
+    /// The work request (Sends/Writes/Reads).
+    sqe: Sqe,
+    /// Header of the first segment (later segments adjust MO/TO and L).
+    hdr: SegmentHeader,
+    /// Message length.
+    total: u32,
+    /// Committed segmentation progress.
+    seg: Segmenter,
+    src: Src,
+    /// TERMINATE ULPDU (with `Kind::Term`).
+    term: Option<TermMsg>,
+}
+
+/// Transmit state of a QP (the work request in progress).
+pub struct TxState {
+    /// MPA stream offset of the next FPDU (from 0 at MPA full operation).
+    off: u32,
+    /// Last MSN sent per untagged queue (the first message carries 1).
+    msn: [u32; 3],
+    job: Option<Job>,
+    /// Octets of the current batch TCP has taken already.
+    sent: usize,
+    mode: MpaMode,
+    scratch: [u8; SCRATCH],
+}
+
+impl Default for TxState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TxState {
+    /// Idle state.
+    pub fn new() -> Self {
+        Self {
+            off: 0,
+            msn: [0; 3],
+            job: None,
+            sent: 0,
+            mode: MpaMode::default(),
+            scratch: [0; SCRATCH],
+        }
+    }
+
+    fn reset(&mut self, mode: MpaMode) {
+        self.off = 0;
+        self.msn = [0; 3];
+        self.job = None;
+        self.sent = 0;
+        self.mode = mode;
+    }
+}
+
+/// Prepares transmission on a connection that just entered RTS: sizes the
+/// ORQ and IRQ from the negotiated ORD/IRD and resets the stream state.
+pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
+    let (ird, ord) = {
+        let inner = qp.inner.lock();
+        (inner.ird, inner.ord)
+    };
+    let ird = ird.min(limits::MAX_IRD) as usize;
+    let ord = ord.min(limits::MAX_ORD) as usize;
+    let mut o: KVec<Option<OrqEntry>> = KVec::with_capacity(ord, GFP_KERNEL)?;
+    for _ in 0..ord {
+        o.push(None, GFP_KERNEL)?;
+    }
+    let mut r: KVec<Option<IrqEntry>> = KVec::with_capacity(ird, GFP_KERNEL)?;
+    for _ in 0..ird {
+        r.push(None, GFP_KERNEL)?;
+    }
+    let mode = MpaMode {
+        markers: conn.markers,
+        crc: conn.crc,
+    };
+    qp.tx.lock().reset(mode);
+    let old_o = {
+        let mut orq = qp.orq.lock();
+        let old = core::mem::replace(&mut orq.ents, o);
+        orq.head = 0;
+        orq.len = 0;
+        old
+    };
+    let old_r = {
+        let mut irq = qp.irq.lock();
+        let old = core::mem::replace(&mut irq.ents, r);
+        irq.head = 0;
+        irq.len = 0;
+        irq.active = false;
+        irq.term = None;
+        irq.llp_closed = false;
+        old
+    };
+    drop(old_o);
+    drop(old_r);
+    Ok(())
 }
 
 /// Work was posted to `qp`'s send queue: start transmitting.
@@ -46,5 +519,747 @@ pub fn kick(qp: &Arc<Qp>) {
     qp.schedule_tx();
 }
 
+/// Completes every outstanding RDMA Read with a flush error (the QP is
+/// going to error). Called by [`Qp::flush_sq`].
+pub fn flush_orq(qp: &Qp) {
+    loop {
+        let e = qp.orq.lock().pop();
+        let Some(e) = e else { break };
+        if qp.complete_sqe_copy(&e.sqe(), 0, wc::WR_FLUSH_ERR).is_err() {
+            break;
+        }
+    }
+}
+
+/// Queues a TERMINATE reporting `err` for the transmit work and moves the
+/// QP to the Terminate state (nothing but the TERMINATE is sent any more).
+/// `offending` is the DDP/RDMAP header of the segment in error,
+/// `ddp_seg_len` its ULPDU_Length. Returns `false` if one was queued
+/// already or the QP is not connected.
+pub fn queue_terminate(
+    qp: &Qp,
+    err: ProtocolError,
+    offending: Option<&[u8]>,
+    ddp_seg_len: u16,
+) -> bool {
+    {
+        let mut inner = qp.inner.lock();
+        match inner.state {
+            QpState::Rts | QpState::Closing => inner.state = QpState::Terminate,
+            _ => return false,
+        }
+    }
+    let mut t = TermMsg {
+        buf: [0; TERM_MAX],
+        len: 0,
+    };
+    // siw sends MSN 1 on the Terminate queue (one TERMINATE per stream).
+    let Some(n) = build_terminate(err, 1, offending, ddp_seg_len, &mut t.buf) else {
+        return false;
+    };
+    t.len = n as u8;
+    let mut irq = qp.irq.lock();
+    if irq.term.is_some() {
+        return false;
+    }
+    irq.term = Some(t);
+    true
+}
+
+/// What the job picker found.
+// Moved once per message, on the stack: not worth a heap allocation.
+#[allow(clippy::large_enum_variant)]
+enum Next {
+    /// A message to transmit.
+    Job(Job),
+    /// A local operation or a failed work request was handled: look again.
+    Again,
+    /// Nothing can be sent now (empty, ORD full, fence).
+    Idle,
+}
+
 /// The transmit work: sends what the QP has to send.
-pub fn run(_qp: &Arc<Qp>) {}
+pub fn run(qp: &Arc<Qp>) {
+    let closed = core::mem::take(&mut qp.irq.lock().llp_closed);
+    if closed {
+        crate::qp_rx::llp_closed(qp);
+        return;
+    }
+    let Some(conn) = qp.conn() else { return };
+    let mut tx = qp.tx.lock();
+    // Bound the work done per run so one QP cannot hog the workqueue.
+    let mut rounds = 0u32;
+    loop {
+        let state = qp.state();
+        if !matches!(state, QpState::Rts | QpState::Terminate) {
+            return;
+        }
+        if state == QpState::Terminate
+            && tx.sent == 0
+            && tx.job.as_ref().map(|j| j.kind) != Some(Kind::Term)
+        {
+            // Abandon the message at an FPDU boundary; its work request
+            // is flushed when the QP goes to error.
+            tx.job = None;
+        }
+        if tx.job.is_none() {
+            match next_job(qp, &mut tx, state) {
+                Next::Job(j) => tx.job = Some(j),
+                Next::Again => continue,
+                Next::Idle => return,
+            }
+        }
+        match send_batch(&conn, &mut tx) {
+            Ok(true) => {
+                let Some(job) = tx.job.take() else { continue };
+                if finish_job(qp, job) {
+                    return;
+                }
+            }
+            Ok(false) => {}
+            Err(e) if e == EAGAIN => return,
+            Err(e) => {
+                if let Some(job) = tx.job.take() {
+                    if let Kind::Sqe { idx } = job.kind {
+                        complete_slot(qp, idx, &job.sqe, 0, wc::GENERAL_ERR);
+                    }
+                }
+                pr_warn!("rsiw: QP {}: send failed: {:?}\n", qp.id(), e);
+                drop(tx);
+                qp.set_error();
+                qp.drop_conn();
+                return;
+            }
+        }
+        rounds += 1;
+        if rounds >= 64 {
+            drop(tx);
+            qp.schedule_tx();
+            return;
+        }
+    }
+}
+
+/// Handles a job whose last octet went to TCP; `true` when the QP is done
+/// (after a TERMINATE).
+fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
+    match job.kind {
+        Kind::Sqe { idx } => {
+            complete_slot(qp, idx, &job.sqe, job.total, wc::SUCCESS);
+            false
+        }
+        Kind::ReadReq => false,
+        Kind::ReadResp => {
+            qp.irq.lock().active = false;
+            false
+        }
+        Kind::Term => {
+            qp.set_error();
+            qp.drop_conn();
+            true
+        }
+    }
+}
+
+/// Completes the work request in send queue slot `idx` if the slot is
+/// still the transmit position (it may have been flushed meanwhile).
+fn complete_slot(qp: &Qp, idx: u32, sqe: &Sqe, bytes: u32, status: u16) {
+    {
+        let mut inner = qp.inner.lock();
+        if inner.sq_get != idx {
+            return;
+        }
+        inner.sq_get = idx.wrapping_add(1);
+    }
+    let _ = qp.complete_sqe(idx, sqe, bytes, status);
+}
+
+/// A local error on the work request in slot `idx`: complete it with
+/// `status`, report a fatal event and terminate the connection.
+fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+    complete_slot(qp, idx, sqe, 0, status);
+    qp.handle.event(QpEvent::Fatal);
+    queue_terminate(qp, RdmapError::LocalCatastrophic.into(), None, 0);
+}
+
+fn fault_status(f: MemFault) -> u16 {
+    match f {
+        MemFault::Bounds => wc::LOC_LEN_ERR,
+        MemFault::Access => wc::LOC_ACCESS_ERR,
+        MemFault::Stag | MemFault::Pd => wc::LOC_PROT_ERR,
+    }
+}
+
+/// Resolves and checks the local SGL of a work request (`need`: access
+/// rights needed on the memory). Returns the source and the total length.
+fn resolve_sgl(qp: &Qp, sqe: &Sqe, need: u32) -> core::result::Result<(Src, u32), u16> {
+    let n = usize::from(sqe.num_sge);
+    if n > MAX_SGE || n > qp.caps.sq_max_sge.max(1) as usize {
+        return Err(wc::LOC_QP_OP_ERR);
+    }
+    const NONE: Option<Arc<Mem>> = None;
+    let mut mems = [NONE; MAX_SGE];
+    let mut total = 0u32;
+    for (k, s) in sqe.sge.iter().take(n).enumerate() {
+        total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
+        if s.length == 0 {
+            continue;
+        }
+        let mem = lookup_stag(qp, s.lkey).ok_or(wc::LOC_PROT_ERR)?;
+        check_mem(qp, &mem, s.addr, u64::from(s.length), need).map_err(fault_status)?;
+        if let Some(slot) = mems.get_mut(k) {
+            *slot = Some(mem);
+        }
+    }
+    Ok((
+        Src::Sgl {
+            sges: sqe.sge,
+            mems,
+            n,
+        },
+        total,
+    ))
+}
+
+/// Finds the next message to send.
+fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
+    let term = qp.irq.lock().term.take();
+    if let Some(t) = term {
+        return Next::Job(Job {
+            kind: Kind::Term,
+            sqe: empty_sqe(),
+            hdr: SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
+            total: 0,
+            seg: Segmenter::new(0),
+            src: Src::None,
+            term: Some(t),
+        });
+    }
+    if state != QpState::Rts {
+        return Next::Idle;
+    }
+    let rr = {
+        let mut irq = qp.irq.lock();
+        let e = irq.pop();
+        if e.is_some() {
+            irq.active = true;
+        }
+        e
+    };
+    if let Some(e) = rr {
+        return read_response_job(qp, e);
+    }
+    sq_job(qp, tx)
+}
+
+fn empty_sqe() -> Sqe {
+    Sqe {
+        id: 0,
+        flags: 0,
+        num_sge: 0,
+        opcode: 0,
+        rkey: 0,
+        raddr: 0,
+        sge: [Sge::default(); MAX_SGE],
+        access: 0,
+        inline: [0; MAX_INLINE],
+    }
+}
+
+/// Answers an inbound Read Request: checks the source memory.
+fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
+    let rr = e.rr;
+    let qp_ok = qp.inner.lock().access & access::REMOTE_READ != 0;
+    let mut src = Src::None;
+    let check = if !qp_ok {
+        Err(RdmapError::AccessRights)
+    } else if rr.size == 0 {
+        Ok(())
+    } else {
+        match lookup_stag(qp, rr.src_stag) {
+            None => Err(RdmapError::InvalidStag),
+            Some(mem) => {
+                match check_mem(qp, &mem, rr.src_to, u64::from(rr.size), access::REMOTE_READ) {
+                    Ok(()) => {
+                        const NONE: Option<Arc<Mem>> = None;
+                        let mut mems = [NONE; MAX_SGE];
+                        mems[0] = Some(mem);
+                        let mut sges = [Sge::default(); MAX_SGE];
+                        sges[0] = Sge {
+                            addr: rr.src_to,
+                            length: rr.size,
+                            lkey: rr.src_stag,
+                        };
+                        src = Src::Sgl { sges, mems, n: 1 };
+                        Ok(())
+                    }
+                    Err(MemFault::Stag) => Err(RdmapError::InvalidStag),
+                    Err(MemFault::Pd) => Err(RdmapError::StagNotAssociated),
+                    Err(MemFault::Access) => Err(RdmapError::AccessRights),
+                    Err(MemFault::Bounds) => Err(RdmapError::BaseBounds),
+                }
+            }
+        }
+    };
+    if let Err(err) = check {
+        qp.irq.lock().active = false;
+        qp.handle.event(QpEvent::AccessError);
+        let (h, n) = SegmentHeader::read_request(e.msn, rr).to_bytes();
+        queue_terminate(qp, err.into(), h.get(..n), n as u16);
+        return Next::Again;
+    }
+    Next::Job(Job {
+        kind: Kind::ReadResp,
+        sqe: empty_sqe(),
+        hdr: SegmentHeader::read_response(rr.sink_stag, rr.sink_to, true),
+        total: rr.size,
+        seg: Segmenter::new(rr.size),
+        src,
+        term: None,
+    })
+}
+
+/// Takes the next send queue element.
+fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
+    let idx = qp.inner.lock().sq_get;
+    let flags = qp.sq.flags(idx);
+    if flags & wqe::VALID == 0 {
+        return Next::Idle;
+    }
+    let mut sqe = qp.sq.read(idx);
+    sqe.flags = flags;
+    if flags & wqe::READ_FENCE != 0 && !qp.orq.lock().is_empty() {
+        // Resumed by the Read Response that empties the ORQ.
+        return Next::Idle;
+    }
+    match sqe.opcode {
+        op::SEND | op::SEND_REMOTE_INV | op::WRITE => {
+            let (src, total) = if flags & wqe::INLINE != 0 {
+                let len = sqe.sge[0].length;
+                if len as usize > MAX_INLINE {
+                    local_error(qp, idx, &sqe, wc::LOC_LEN_ERR);
+                    return Next::Again;
+                }
+                (Src::Inline, len)
+            } else {
+                match resolve_sgl(qp, &sqe, 0) {
+                    Ok(x) => x,
+                    Err(st) => {
+                        local_error(qp, idx, &sqe, st);
+                        return Next::Again;
+                    }
+                }
+            };
+            let hdr = if sqe.opcode == op::WRITE {
+                SegmentHeader::write(sqe.rkey, sqe.raddr, true)
+            } else {
+                let se = flags & wqe::SOLICITED != 0;
+                let opc = match (sqe.opcode == op::SEND_REMOTE_INV, se) {
+                    (false, false) => Opcode::Send,
+                    (false, true) => Opcode::SendSe,
+                    (true, false) => Opcode::SendInvalidate,
+                    (true, true) => Opcode::SendSeInvalidate,
+                };
+                tx.msn[QN_SEND as usize] = tx.msn[QN_SEND as usize].wrapping_add(1);
+                SegmentHeader::send(opc, sqe.rkey, tx.msn[QN_SEND as usize], 0, true)
+            };
+            Next::Job(Job {
+                kind: Kind::Sqe { idx },
+                sqe,
+                hdr,
+                total,
+                seg: Segmenter::new(total),
+                src,
+                term: None,
+            })
+        }
+        op::READ | op::READ_LOCAL_INV => read_request_job(qp, tx, idx, sqe),
+        op::INVAL_STAG => {
+            let ok = match qp.mem_xa.get(sqe.rkey >> 8) {
+                Some(mem) if mem.pd_id == qp.pd_id => {
+                    mem.valid.store(false, Ordering::Release);
+                    true
+                }
+                _ => false,
+            };
+            if ok {
+                complete_slot(qp, idx, &sqe, 0, wc::SUCCESS);
+            } else {
+                local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            }
+            Next::Again
+        }
+        op::REG_MR => {
+            if reg_mr(qp, &sqe) {
+                complete_slot(qp, idx, &sqe, 0, wc::SUCCESS);
+            } else {
+                local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            }
+            Next::Again
+        }
+        _ => {
+            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            Next::Again
+        }
+    }
+}
+
+/// Fast registration: `raddr` is the STag index of the MR, `rkey` the new
+/// STag, `access` the rights.
+fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
+    if !qp.kernel {
+        return false;
+    }
+    let Ok(index) = u32::try_from(sqe.raddr) else {
+        return false;
+    };
+    if index != sqe.rkey >> 8 {
+        return false;
+    }
+    let Some(mem) = qp.mem_xa.get(index) else {
+        return false;
+    };
+    if mem.pd_id != qp.pd_id || mem.valid.load(Ordering::Acquire) {
+        return false;
+    }
+    if !matches!(mem.kind, MemKind::Pbl(_)) {
+        return false;
+    }
+    mem.key.store(sqe.rkey & 0xff, Ordering::Release);
+    mem.access
+        .store(sqe.access as u32 & access::IWARP_MASK, Ordering::Release);
+    mem.valid.store(true, Ordering::Release);
+    true
+}
+
+/// An RDMA Read: ORD check, sink check, into the ORQ, slot back.
+fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
+    if sqe.num_sge > 1 || (sqe.opcode == op::READ_LOCAL_INV && !qp.kernel) {
+        local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+        return Next::Again;
+    }
+    let sink = if sqe.num_sge == 1 {
+        sqe.sge[0]
+    } else {
+        Sge::default()
+    };
+    let mut mem = None;
+    if sink.length > 0 {
+        let m = match lookup_stag(qp, sink.lkey) {
+            Some(m) => m,
+            None => {
+                local_error(qp, idx, &sqe, wc::LOC_PROT_ERR);
+                return Next::Again;
+            }
+        };
+        if let Err(f) = check_mem(
+            qp,
+            &m,
+            sink.addr,
+            u64::from(sink.length),
+            access::LOCAL_WRITE,
+        ) {
+            local_error(qp, idx, &sqe, fault_status(f));
+            return Next::Again;
+        }
+        mem = Some(m);
+    }
+    {
+        let mut orq = qp.orq.lock();
+        if orq.capacity() == 0 {
+            drop(orq);
+            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            return Next::Again;
+        }
+        let e = OrqEntry {
+            id: sqe.id,
+            flags: sqe.flags,
+            opcode: sqe.opcode,
+            sink,
+            mem,
+            placed: 0,
+        };
+        if orq.push(e).is_err() {
+            // ORD reached: resumed by the next Read Response.
+            return Next::Idle;
+        }
+    }
+    // The Read lives in the ORQ now: give the slot back.
+    {
+        let mut inner = qp.inner.lock();
+        if inner.sq_get == idx {
+            inner.sq_get = idx.wrapping_add(1);
+        }
+    }
+    qp.sq.set_flags(idx, 0);
+    tx.msn[QN_READ_REQUEST as usize] = tx.msn[QN_READ_REQUEST as usize].wrapping_add(1);
+    let rr = ReadRequest {
+        sink_stag: sink.lkey,
+        sink_to: sink.addr,
+        size: sink.length,
+        src_stag: sqe.rkey,
+        src_to: sqe.raddr,
+    };
+    Next::Job(Job {
+        kind: Kind::ReadReq,
+        sqe,
+        hdr: SegmentHeader::read_request(tx.msn[QN_READ_REQUEST as usize], rr),
+        total: 0,
+        seg: Segmenter::new(0),
+        src: Src::None,
+        term: None,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Framing and sending.
+// ---------------------------------------------------------------------------
+
+/// One kvec piece of a batch under construction.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    /// Scratch octets `start..end`.
+    Scratch(usize, usize),
+    /// Payload octets.
+    Data(&'a [u8]),
+}
+
+/// Collects the pieces of one send call.
+struct Pieces<'a> {
+    p: [Piece<'a>; MAX_PIECES],
+    n: usize,
+    /// Scratch octets used.
+    s: usize,
+}
+
+impl<'a> Pieces<'a> {
+    fn push(&mut self, piece: Piece<'a>) -> Result {
+        // Merge adjacent scratch ranges into one kvec.
+        if let (Piece::Scratch(a, b), Some(Piece::Scratch(_, end))) =
+            (piece, self.n.checked_sub(1).and_then(|i| self.p.get_mut(i)))
+        {
+            if *end == a {
+                *end = b;
+                return Ok(());
+            }
+        }
+        let slot = self.p.get_mut(self.n).ok_or(ENOSPC)?;
+        *slot = piece;
+        self.n += 1;
+        Ok(())
+    }
+
+    /// Appends `bytes` to the scratch area and as a piece.
+    fn scratch(&mut self, scratch: &mut [u8], bytes: &[u8]) -> Result {
+        let end = self.s.checked_add(bytes.len()).ok_or(ENOSPC)?;
+        scratch
+            .get_mut(self.s..end)
+            .ok_or(ENOSPC)?
+            .copy_from_slice(bytes);
+        let start = self.s;
+        self.s = end;
+        self.push(Piece::Scratch(start, end))
+    }
+}
+
+/// A slice of the payload of `job` at message offset `off`, at most `max`
+/// octets.
+fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
+    match &job.src {
+        Src::None => Err(EINVAL),
+        Src::Inline => {
+            let start = off as usize;
+            let end = start.checked_add(max as usize).ok_or(EINVAL)?;
+            job.sqe.inline.get(start..end).ok_or(EINVAL)
+        }
+        Src::Sgl { sges, mems, n } => {
+            let mut base = 0u32;
+            for (s, m) in sges.iter().zip(mems.iter()).take(*n) {
+                let end = base.checked_add(s.length).ok_or(EINVAL)?;
+                if off < end && s.length > 0 {
+                    let in_sge = off - base;
+                    let want = max.min(end - off);
+                    let mem = m.as_ref().ok_or(EINVAL)?;
+                    let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
+                    return mem_slice(mem, addr, want);
+                }
+                base = end;
+            }
+            Err(EINVAL)
+        }
+    }
+}
+
+/// The header of segment `seg` of `job`, encoded into `out`.
+fn segment_header(job: &Job, seg: &Segment, out: &mut [u8; HDR_MAX]) -> Option<usize> {
+    if let Some(t) = &job.term {
+        let n = usize::from(t.len);
+        out.get_mut(..n)?.copy_from_slice(t.buf.get(..n)?);
+        return Some(n);
+    }
+    let mut h = job.hdr;
+    h.ctrl.last = seg.last;
+    match &mut h.ddp {
+        crate::wire::ddp::DdpHdr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(seg.offset)),
+        crate::wire::ddp::DdpHdr::Untagged(u) => u.mo = seg.offset,
+    }
+    h.encode(out)
+}
+
+/// Builds the current batch of the job (from its committed position),
+/// sends what TCP has not taken yet, and commits when all of it went out.
+/// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
+/// when it has more to send, `EAGAIN` when TCP is full.
+fn send_batch(conn: &Conn, tx: &mut TxState) -> Result<bool> {
+    let TxState {
+        off,
+        job: job_slot,
+        sent,
+        mode,
+        scratch,
+        ..
+    } = tx;
+    let Some(job) = job_slot.as_ref() else {
+        return Ok(true);
+    };
+    let mode = *mode;
+    let mut batch = TxBatch::new(mode, *off, BATCH_BUDGET);
+    let mut seg = job.seg;
+    let mut pieces = Pieces {
+        p: [Piece::Scratch(0, 0); MAX_PIECES],
+        n: 0,
+        s: 0,
+    };
+    let mut hdr = [0u8; HDR_MAX];
+    let hdr_len = if let Some(t) = &job.term {
+        usize::from(t.len)
+    } else {
+        job.hdr.len()
+    };
+    let mut max_payload = conn
+        .mulpdu
+        .min(crate::wire::mpa::MAX_ULPDU_LEN)
+        .saturating_sub(hdr_len as u32)
+        .max(1);
+    if mode.markers {
+        max_payload = max_payload.min(MARKER_FPDU_PAYLOAD);
+    }
+    let mut crc = crate::kif::crc::KernelCrc32c::new();
+    loop {
+        let (mut b2, mut s2) = (batch, seg);
+        let Some((sg, plan)) = b2.next_segment(&mut s2, hdr_len, max_payload) else {
+            break;
+        };
+        // Worst case pieces and scratch of this FPDU.
+        let need_p = 4 + 2 * plan.markers() as usize + (sg.len as usize >> 12) + 2 + MAX_SGE;
+        let need_s = 2 + hdr_len + 3 + 4 + 4 * plan.markers() as usize;
+        if pieces.n + need_p > MAX_PIECES || pieces.s + need_s > SCRATCH {
+            break;
+        }
+        let hn = segment_header(job, &sg, &mut hdr).ok_or(EINVAL)?;
+        if hn != hdr_len {
+            return Err(EINVAL);
+        }
+        crc.reset();
+        let mut crc_bytes = None;
+        for piece in plan.pieces() {
+            match piece {
+                TxPiece::Inline(i) => {
+                    let start = pieces.s;
+                    pieces.scratch(scratch, i.bytes())?;
+                    if mode.crc && i.crc {
+                        crc.update(scratch.get(start..pieces.s).unwrap_or(&[]));
+                    }
+                }
+                TxPiece::Header { start, end } => {
+                    let b = hdr.get(start as usize..end as usize).ok_or(EINVAL)?;
+                    pieces.scratch(scratch, b)?;
+                    if mode.crc {
+                        crc.update(b);
+                    }
+                }
+                TxPiece::Payload { offset, len } => {
+                    let mut done = 0u32;
+                    while done < len {
+                        let o = sg
+                            .offset
+                            .checked_add(offset)
+                            .and_then(|x| x.checked_add(done))
+                            .ok_or(EINVAL)?;
+                        let d = payload_slice(job, o, len - done)?;
+                        if d.is_empty() {
+                            return Err(EFAULT);
+                        }
+                        if mode.crc {
+                            crc.update(d);
+                        }
+                        pieces.push(Piece::Data(d))?;
+                        done += d.len() as u32;
+                    }
+                }
+                TxPiece::Crc { start, end } => {
+                    let v = *crc_bytes.get_or_insert_with(|| {
+                        if mode.crc {
+                            crc_to_wire(crc.finalize())
+                        } else {
+                            [0; 4]
+                        }
+                    });
+                    let b = v.get(usize::from(start)..usize::from(end)).ok_or(EINVAL)?;
+                    pieces.scratch(scratch, b)?;
+                }
+            }
+        }
+        batch = b2;
+        seg = s2;
+    }
+    if pieces.n == 0 {
+        // Nothing fits (cannot happen with the caps above).
+        return Err(EINVAL);
+    }
+    let total: usize = pieces
+        .p
+        .iter()
+        .take(pieces.n)
+        .map(|p| match p {
+            Piece::Scratch(a, b) => b - a,
+            Piece::Data(d) => d.len(),
+        })
+        .sum();
+    // Materialise the kvecs, skipping what TCP took already.
+    let mut v: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let mut nv = 0;
+    let mut skip = *sent;
+    for p in pieces.p.iter().take(pieces.n) {
+        let b: &[u8] = match *p {
+            Piece::Scratch(a, e) => scratch.get(a..e).ok_or(EINVAL)?,
+            Piece::Data(d) => d,
+        };
+        if skip >= b.len() {
+            skip -= b.len();
+            continue;
+        }
+        let b = b.get(skip..).unwrap_or(&[]);
+        skip = 0;
+        if let Some(slot) = v.get_mut(nv) {
+            *slot = b;
+            nv += 1;
+        }
+    }
+    // More segments of the message follow right away: let TCP coalesce.
+    let more = {
+        let mut c = seg;
+        c.next_segment(0).is_some()
+    };
+    let n = conn.sock.send(v.get(..nv).unwrap_or(&[]), more)?;
+    *sent += n;
+    if *sent < total {
+        return Err(EAGAIN);
+    }
+    *sent = 0;
+    *off = batch.stream_offset();
+    if let Some(j) = job_slot.as_mut() {
+        j.seg = seg;
+    }
+    Ok(!more)
+}

@@ -125,3 +125,69 @@ impl Drop for Umem {
         unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
     }
 }
+
+impl Umem {
+    /// The kernel mapping of the octets from `off` up to the end of their
+    /// page, at most `max` of them (zero-copy transmit: the slice lives as
+    /// long as the pinned region). Fails with `EFAULT` past the end.
+    pub fn slice(&self, off: usize, max: usize) -> Result<&[u8]> {
+        if off >= self.len || max == 0 {
+            return Err(EFAULT);
+        }
+        let abs = self.first_off.checked_add(off).ok_or(EFAULT)?;
+        let (pg, in_pg) = (abs / PAGE_SIZE, abs % PAGE_SIZE);
+        let n = (PAGE_SIZE - in_pg).min(self.len - off).min(max);
+        let page = self.pages.get(pg).ok_or(EFAULT)?;
+        // SAFETY: as in `with_range`: the page is pinned for the life of
+        // `self` and in the direct map; `[in_pg, in_pg + n)` lies inside it.
+        // The slice is only read (copied by TCP), and user space changing
+        // the buffer under a posted work request is its own fault.
+        let s = unsafe {
+            let a = glue::rsiw_page_address(page.0.as_ptr()).cast::<u8>();
+            core::slice::from_raw_parts(a.add(in_pg), n)
+        };
+        Ok(s)
+    }
+}
+
+/// Checks a kernel virtual address range of a kernel consumer.
+fn kernel_range_ok(addr: u64, len: usize) -> Result<usize> {
+    let a = usize::try_from(addr).map_err(|_| EFAULT)?;
+    if a == 0 {
+        return Err(EFAULT);
+    }
+    a.checked_add(len).ok_or(EFAULT)?;
+    Ok(a)
+}
+
+/// The octets `[addr, addr + len)` of kernel memory named by a kernel
+/// consumer's DMA or fast-registration MR (rsiw's "DMA addresses" are
+/// kernel virtual addresses), for transmit. The slice borrows `owner` (the
+/// memory object) for its lifetime.
+pub fn kernel_slice<T>(_owner: &T, addr: u64, len: usize) -> Result<&[u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    let a = kernel_range_ok(addr, len)?;
+    // SAFETY: the DMA MR contract: a kernel consumer only posts work
+    // requests naming kernel memory it owns (mapped with rsiw's virtual DMA
+    // ops, so the address is a kernel virtual address) and keeps it valid
+    // until the work request completes, which happens after the last use of
+    // this slice. The range does not wrap (checked above).
+    Ok(unsafe { core::slice::from_raw_parts(a as *const u8, len) })
+}
+
+/// Copies `data` to kernel memory at `addr` named by a kernel consumer's
+/// DMA or fast-registration MR (receive placement).
+pub fn kernel_write(addr: u64, data: &[u8]) -> Result {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let a = kernel_range_ok(addr, data.len())?;
+    // SAFETY: the DMA MR contract (see `kernel_slice`): the consumer posted
+    // a receive (or granted remote write to) this kernel buffer and keeps it
+    // valid until completion or deregistration; the range does not wrap and
+    // cannot overlap `data`, which is socket receive memory.
+    unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), a as *mut u8, data.len()) };
+    Ok(())
+}
