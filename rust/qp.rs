@@ -236,8 +236,6 @@ fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32
     r
 }
 
-/// The mmap key user space sees for a queue it does not have.
-const INVALID_KEY: u64 = 0x08ffff + 1;
 
 impl Qp {
     /// Creates an RC QP.
@@ -288,7 +286,9 @@ impl Qp {
             rq_max_sge: i.max_recv_sge,
         };
         let mut mappings = KVec::new();
-        let (mut sq_key, mut rq_key) = (INVALID_KEY, INVALID_KEY);
+        // A queue the QP does not have is reported with key 0, as siw does
+        // (libsiw only maps queues with entries).
+        let (mut sq_key, mut rq_key) = (0, 0);
         if let Some(u) = &a.user {
             let (m, k) = u.map(sq.mem())?;
             mappings.push(m, GFP_KERNEL)?;
@@ -358,6 +358,16 @@ impl Qp {
             return Ok(());
         };
         let to = QpState::from_ib(target);
+        if inner.state == QpState::Error && target == IbQpState::Reset {
+            // Reset from error (ibverbs; siw ignores it): everything was
+            // flushed on the way into error; flush what came since and
+            // start over. Ring indices continue where user space is.
+            drop(inner);
+            self.flush_sq();
+            self.flush_rq();
+            self.inner.lock().state = QpState::Idle;
+            return Ok(());
+        }
         match (inner.state, to) {
             // RTS needs a connection: only the connection manager gets there.
             (QpState::Idle | QpState::Rtr, QpState::Rts) => Err(EINVAL),
@@ -550,6 +560,12 @@ impl Qp {
             return match self.state() {
                 QpState::Rts => {
                     crate::qp_tx::kick(self);
+                    Ok(())
+                }
+                // Unlike siw, work posted to a QP in error completes with a
+                // flush error (what ibverbs documents).
+                QpState::Error => {
+                    self.flush_sq();
                     Ok(())
                 }
                 _ => Err(crate::kif::enotconn()),
