@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rsiw through stock libibverbs (its siw provider): device discovery,
+ * queries and the basic objects, with the kernel's kselftest harness.
+ * Run by rsiw_ibv.sh with the device name in RSIW_DEV.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#include "kselftest_harness.h"
+
+FIXTURE(dev) {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+};
+
+FIXTURE_SETUP(dev)
+{
+	const char *name = getenv("RSIW_DEV") ? : "rsiw0";
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	ASSERT_NE(NULL, list);
+	self->ctx = NULL;
+	for (i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			self->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	ASSERT_NE(NULL, self->ctx);
+	self->pd = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, self->pd);
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	if (self->pd)
+		ibv_dealloc_pd(self->pd);
+	if (self->ctx)
+		ibv_close_device(self->ctx);
+}
+
+TEST_F(dev, iwarp_transport)
+{
+	ASSERT_EQ(IBV_TRANSPORT_IWARP, self->ctx->device->transport_type);
+	ASSERT_EQ(IBV_NODE_RNIC, self->ctx->device->node_type);
+}
+
+TEST_F(dev, query_device)
+{
+	struct ibv_device_attr a;
+
+	ASSERT_EQ(0, ibv_query_device(self->ctx, &a));
+	EXPECT_EQ(0x626d74, a.vendor_id);
+	EXPECT_EQ(6, a.max_sge);
+	EXPECT_EQ(1, a.max_sge_rd);
+	EXPECT_EQ(1, a.phys_port_cnt);
+	EXPECT_NE(0, a.node_guid);
+}
+
+TEST_F(dev, query_port_active)
+{
+	struct ibv_port_attr p;
+
+	ASSERT_EQ(0, ibv_query_port(self->ctx, 1, &p));
+	EXPECT_EQ(IBV_PORT_ACTIVE, p.state);
+	EXPECT_EQ(IBV_MTU_1024, p.active_mtu);
+	EXPECT_EQ(1, p.gid_tbl_len);
+	EXPECT_NE(0, ibv_query_port(self->ctx, 2, &p));
+}
+
+TEST_F(dev, cq_qp_mr)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_qp_attr m = { 0 };
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char *buf = malloc(1 << 16);
+
+	ASSERT_NE(NULL, buf);
+	cq = ibv_create_cq(self->ctx, 16, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 8;
+	qa.cap.max_recv_wr = 8;
+	qa.cap.max_send_sge = 2;
+	qa.cap.max_recv_sge = 2;
+	qp = ibv_create_qp(self->pd, &qa);
+	ASSERT_NE(NULL, qp);
+	m.qp_state = IBV_QPS_INIT;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &m, IBV_QP_STATE));
+	m.qp_state = IBV_QPS_RTS;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &m, IBV_QP_STATE));
+	mr = ibv_reg_mr(self->pd, buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, mr);
+	EXPECT_EQ(mr->lkey, mr->rkey);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	free(buf);
+}
+
+TEST_F(dev, bad_qp_type)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_cq *cq = ibv_create_cq(self->ctx, 4, NULL, NULL, 0);
+
+	ASSERT_NE(NULL, cq);
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_UD;
+	qa.cap.max_send_wr = 1;
+	qa.cap.max_recv_wr = 1;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &qa));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+}
+
+TEST_HARNESS_MAIN
