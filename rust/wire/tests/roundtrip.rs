@@ -217,7 +217,7 @@ fn mode_of(i: u8) -> MpaMode {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn frame_deframe_roundtrip(
