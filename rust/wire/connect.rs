@@ -392,7 +392,11 @@ impl RrParser {
     /// How many more stream octets the frame needs (header first, then the
     /// private data), so a reader can avoid taking octets past the frame.
     pub fn wanted(&self) -> usize {
-        let want = if self.hdr.is_none() { RR_HDR_LEN } else { self.total() };
+        let want = if self.hdr.is_none() {
+            RR_HDR_LEN
+        } else {
+            self.total()
+        };
         want.saturating_sub(self.have)
     }
 

@@ -590,3 +590,20 @@ fn tx_plan_errors() {
         Err(TxError::BufferTooSmall)
     );
 }
+
+#[test]
+fn mpa_parser_wanted_counts_down() {
+    let mut b = rr_bytes(FrameKind::Request, 1, 0x40, 3);
+    b.extend_from_slice(b"abcFPDU");
+    let mut p = RrParser::new(None, 512);
+    assert_eq!(p.wanted(), 20);
+    assert_eq!(p.push(&b[..7]), Ok((7, false)));
+    assert_eq!(p.wanted(), 13);
+    assert_eq!(p.push(&b[7..20]), Ok((13, false)));
+    assert_eq!(p.wanted(), 3);
+    // Reading exactly `wanted()` octets never consumes past the frame.
+    let w = p.wanted();
+    assert_eq!(p.push(&b[20..20 + w]), Ok((3, true)));
+    assert_eq!(p.wanted(), 0);
+    assert_eq!(p.frame().unwrap().pdata, b"abc");
+}
