@@ -251,9 +251,8 @@ impl Sink<'_> {
 
     fn write_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
-        if self.qp.inner.lock().access & access::REMOTE_WRITE == 0 {
-            return Err(RdmapError::AccessRights.into());
-        }
+        // The QP's access flags are not enforced (as in siw): see
+        // `qp_tx::read_response_job`.
         let mem = lookup_stag(self.qp, t.stag).ok_or(DdpError::TaggedInvalidStag)?;
         check_mem(self.qp, &mem, t.to, u64::from(plen), access::REMOTE_WRITE)
             .map_err(|f| tagged_fault(f, t.to, plen))?;

@@ -769,11 +769,11 @@ fn empty_sqe() -> Sqe {
 /// Answers an inbound Read Request: checks the source memory.
 fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
     let rr = e.rr;
-    let qp_ok = qp.inner.lock().access & access::REMOTE_READ != 0;
+    // Like siw, the QP's access flags are not enforced here: rdma_cm
+    // leaves them 0 on the active side of an iWARP connection; the
+    // memory's own rights are what counts.
     let mut src = Src::None;
-    let check = if !qp_ok {
-        Err(RdmapError::AccessRights)
-    } else if rr.size == 0 {
+    let check = if rr.size == 0 {
         Ok(())
     } else {
         match lookup_stag(qp, rr.src_stag) {
@@ -802,6 +802,14 @@ fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
         }
     };
     if let Err(err) = check {
+        pr_warn!(
+            "rsiw: QP {}: bad Read Request (src {:#x} to {:#x} len {}): {:?}\n",
+            qp.id(),
+            rr.src_stag,
+            rr.src_to,
+            rr.size,
+            err
+        );
         qp.irq.lock().active = false;
         qp.handle.event(QpEvent::AccessError);
         let (h, n) = SegmentHeader::read_request(e.msn, rr).to_bytes();
