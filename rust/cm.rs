@@ -556,9 +556,16 @@ impl SockEvents for Listener {
 }
 
 /// `iw_create_listen`.
-pub fn create_listen(_dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
+pub fn create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
     let laddr = id.local_addr();
     let sock = Socket::tcp(laddr.is_v6())?;
+    sock.set_reuseaddr();
+    // rdma_cm listens on every device for a wildcard address; each device
+    // takes only its own net device's connections (as siw does), so that
+    // listeners of several devices can share the port.
+    if laddr.is_wildcard() {
+        sock.bind_to_ifindex(dev.ifindex)?;
+    }
     sock.bind(&laddr)?;
     sock.listen(backlog.max(1))?;
     let l = Arc::pin_init(

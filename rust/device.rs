@@ -61,6 +61,8 @@ pub struct Device {
     pub mac: [u8; 6],
     /// Device id handed to user space (`siw_uresp_alloc_ctx.dev_id`).
     pub dev_id: u32,
+    /// Interface index of the net device (wildcard listens bind to it).
+    pub ifindex: i32,
     /// Live user contexts.
     pub num_ctx: AtomicU32,
     /// Live protection domains.
@@ -149,6 +151,7 @@ impl LinkDriver for Link {
         let dev = try_pin_init!(Device {
             mac,
             dev_id,
+            ifindex: ndev.ifindex(),
             num_ctx: AtomicU32::new(0),
             num_pd: AtomicU32::new(0),
             num_cq: AtomicU32::new(0),

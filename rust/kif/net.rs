@@ -50,6 +50,11 @@ impl<'a> NetDev<'a> {
         self.raw().max_mtu
     }
 
+    /// Interface index.
+    pub fn ifindex(&self) -> i32 {
+        self.raw().ifindex
+    }
+
     /// ARP hardware type (`ARPHRD_*`).
     pub fn hw_type(&self) -> u16 {
         self.raw().type_

@@ -218,6 +218,29 @@ void rsiw_sk_detach(struct socket *s)
 	}
 }
 
+/*
+ * An accepted socket is a clone of its listener: it inherits the listener's
+ * hook and upcalls.  Give it the original upcalls back and no hook, so that
+ * it can get its own.
+ */
+void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
+{
+	struct sock *sk = child->sk;
+	struct rsiw_sk_hook *h;
+
+	read_lock_bh(&listener->sk->sk_callback_lock);
+	h = listener->sk->sk_user_data;
+	write_lock_bh(&sk->sk_callback_lock);
+	if (h && sk->sk_user_data == h) {
+		sk->sk_data_ready = h->data_ready;
+		sk->sk_state_change = h->state_change;
+		sk->sk_write_space = h->write_space;
+		sk->sk_user_data = NULL;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	read_unlock_bh(&listener->sk->sk_callback_lock);
+}
+
 struct rsiw_rx_desc {
 	void *ctx;
 	int err;

@@ -57,6 +57,21 @@ impl SockAddr {
         self.family() == bindings::AF_INET6 as u16
     }
 
+    /// Whether the address is the wildcard (any) address of its family.
+    pub fn is_wildcard(&self) -> bool {
+        let p = core::ptr::from_ref(&self.0);
+        if self.is_v6() {
+            // SAFETY: an `AF_INET6` storage holds a `sockaddr_in6`.
+            let a = unsafe { &*p.cast::<bindings::sockaddr_in6>() };
+            // SAFETY: the address union is plain octets.
+            unsafe { a.sin6_addr.in6_u.u6_addr8 }.iter().all(|b| *b == 0)
+        } else {
+            // SAFETY: an `AF_INET` storage holds a `sockaddr_in`.
+            let a = unsafe { &*p.cast::<bindings::sockaddr_in>() };
+            a.sin_addr.s_addr == 0
+        }
+    }
+
     fn len(&self) -> i32 {
         if self.is_v6() {
             core::mem::size_of::<bindings::sockaddr_in6>() as i32
@@ -215,6 +230,20 @@ impl Socket {
         })
     }
 
+    /// Allows binding a port still in TIME_WAIT.
+    pub fn set_reuseaddr(&self) {
+        // SAFETY: live socket with its sock.
+        unsafe { bindings::sock_set_reuseaddr(glue::rsiw_sock_sk(self.ptr.as_ptr())) };
+    }
+
+    /// Restricts the socket to the net device `ifindex`.
+    pub fn bind_to_ifindex(&self, ifindex: i32) -> Result {
+        // SAFETY: live socket with its sock; takes the socket lock itself.
+        kernel::error::to_result(unsafe {
+            bindings::sock_bindtoindex(glue::rsiw_sock_sk(self.ptr.as_ptr()), ifindex, true)
+        })
+    }
+
     /// Listens.
     pub fn listen(&self, backlog: i32) -> Result {
         // SAFETY: live socket.
@@ -232,7 +261,13 @@ impl Socket {
             return Ok(None);
         }
         kernel::error::to_result(r)?;
-        Ok(NonNull::new(p).map(|ptr| Socket { ptr }))
+        let Some(ptr) = NonNull::new(p) else {
+            return Ok(None);
+        };
+        // SAFETY: both sockets are live; the child is not yet visible to
+        // anyone else.
+        unsafe { glue::rsiw_sk_accept_fixup(self.ptr.as_ptr(), ptr.as_ptr()) };
+        Ok(Some(Socket { ptr }))
     }
 
     /// Connects (blocking).

@@ -15,7 +15,10 @@ fi
 . "$KSFT_DIR/ktap_helpers.sh"
 
 # Standard topology: namespaces rsiw-a and rsiw-b joined by a veth pair
-# (va in rsiw-a, 198.18.0.1; vb in rsiw-b, 198.18.0.2), MTU 1500.
+# (va in rsiw-a, 198.18.0.1; vb in rsiw-b, 198.18.0.2), MTU 1500. The two
+# ends get distinct ifindexes: upstream siw binds its wildcard listener to
+# its netdev's ifindex in the listener's namespace, so equal indexes make
+# rdma_cm's listen on both devices collide (EADDRINUSE).
 NS_A=rsiw-a NS_B=rsiw-b
 IP_A=198.18.0.1 IP_B=198.18.0.2
 
@@ -26,7 +29,7 @@ topo_up() { # [MTU]
 	local mtu=${1:-1500}
 	topo_down
 	ip netns add "$NS_A" && ip netns add "$NS_B" &&
-		ip link add va netns "$NS_A" mtu "$mtu" type veth peer name vb netns "$NS_B" mtu "$mtu" &&
+		ip link add va netns "$NS_A" mtu "$mtu" index 101 type veth peer name vb netns "$NS_B" mtu "$mtu" index 102 &&
 		in_a ip addr add "$IP_A/24" dev va && in_b ip addr add "$IP_B/24" dev vb &&
 		in_a ip link set va up && in_b ip link set vb up &&
 		in_a ip link set lo up && in_b ip link set lo up
