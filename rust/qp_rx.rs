@@ -591,9 +591,7 @@ impl SockEvents for Qp {
 /// release) is done by the transmit work in process context, see
 /// [`llp_closed`].
 pub fn on_llp_close(qp: &Arc<Qp>) {
-    if qp.state() == QpState::Rts {
-        qp.handle.event(QpEvent::Fatal);
-    }
+    // The CM reports the fatal event of an unexpected close (Cep::close).
     qp.irq.lock().set_llp_closed();
     qp.schedule_tx();
 }

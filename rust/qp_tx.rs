@@ -439,6 +439,8 @@ pub struct TxState {
     /// Octets of the current batch TCP has taken already.
     sent: usize,
     mode: MpaMode,
+    /// Set by [`start`]: nothing is sent before the stream is set up.
+    started: bool,
     scratch: [u8; SCRATCH],
 }
 
@@ -457,6 +459,7 @@ impl TxState {
             job: None,
             sent: 0,
             mode: MpaMode::default(),
+            started: false,
             scratch: [0; SCRATCH],
         }
     }
@@ -467,6 +470,7 @@ impl TxState {
         self.job = None;
         self.sent = 0;
         self.mode = mode;
+        self.started = true;
     }
 }
 
@@ -587,6 +591,10 @@ pub fn run(qp: &Arc<Qp>) {
     }
     let Some(conn) = qp.conn() else { return };
     let mut tx = qp.tx.lock();
+    if !tx.started {
+        // The CM enters RTS before `start`; it schedules us afterwards.
+        return;
+    }
     // Bound the work done per run so one QP cannot hog the workqueue.
     let mut rounds = 0u32;
     loop {
