@@ -14,11 +14,14 @@
 //! the batch is rebuilt identically on the next run (it is a pure function
 //! of the committed position) and the octets already taken are skipped.
 //!
-//! Send queue slots: Sends and Writes keep their slot (at `sq_get`) until
-//! their last octet went to TCP, then complete; RDMA Reads move to the ORQ
-//! (and give their slot back) before the Read Request is sent, and complete
-//! when the Read Response arrives. Local operations (invalidate, fast
-//! registration) complete at once.
+//! Send queue slots: as in siw, a work request's slot goes back to the
+//! producer as soon as the transmit side took its copy (libsiw rings the
+//! doorbell only when the slot before its new work is free). A Send or
+//! Write is then the "active" work request (kept in the [`Orq`] so that a
+//! flush from any context can complete it) and completes when its last
+//! octet went to TCP; an RDMA Read moves to the ORQ before its Read Request
+//! is sent and completes when the Read Response arrives. Local operations
+//! (invalidate, fast registration) complete at once.
 
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
@@ -230,6 +233,40 @@ pub struct Orq {
     ents: KVec<Option<OrqEntry>>,
     head: usize,
     len: usize,
+    /// The Send or Write being transmitted (its slot is back in the SQ):
+    /// whoever takes it completes it (the transmit work when the last
+    /// octet went to TCP, [`flush_orq`] when the QP goes to error).
+    active: Option<WrRef>,
+}
+
+/// What a completion needs of a work request whose slot was given back.
+#[derive(Clone, Copy, Debug)]
+pub struct WrRef {
+    /// Work request id.
+    pub id: u64,
+    /// Work request flags.
+    pub flags: u16,
+    /// Opcode.
+    pub opcode: u8,
+}
+
+impl WrRef {
+    fn of(sqe: &Sqe) -> Self {
+        Self {
+            id: sqe.id,
+            flags: sqe.flags,
+            opcode: sqe.opcode,
+        }
+    }
+
+    /// A send queue element for the completion.
+    pub fn sqe(&self) -> Sqe {
+        let mut s = empty_sqe();
+        s.id = self.id;
+        s.flags = self.flags;
+        s.opcode = self.opcode;
+        s
+    }
 }
 
 impl Default for Orq {
@@ -251,6 +288,7 @@ impl Orq {
             ents: KVec::new(),
             head: 0,
             len: 0,
+            active: None,
         }
     }
 
@@ -351,7 +389,11 @@ impl Irq {
     /// Queues a Read Request; `false` when IRD is exhausted.
     pub fn push(&mut self, e: IrqEntry) -> bool {
         let cap = self.ents.len();
-        if cap == 0 || self.len + usize::from(self.active) >= cap {
+        // As siw: the response being sent does not count (it left the
+        // queue), so a peer may see IRD + 1 accepted; this also covers the
+        // peer's next Read Request overtaking our bookkeeping of the
+        // response whose last octet just went out.
+        if cap == 0 || self.len >= cap {
             return false;
         }
         let i = (self.head + self.len) % cap;
@@ -403,8 +445,8 @@ enum Src {
 /// What a job is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Send or Write from send queue slot `idx`.
-    Sqe { idx: u32 },
+    /// Send or Write (the active work request, see [`Orq`]).
+    Wr,
     /// RDMA Read Request (already in the ORQ).
     ReadReq,
     /// RDMA Read Response.
@@ -501,6 +543,7 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         let old = core::mem::replace(&mut orq.ents, o);
         orq.head = 0;
         orq.len = 0;
+        orq.active = None;
         old
     };
     let old_r = {
@@ -526,12 +569,31 @@ pub fn kick(qp: &Arc<Qp>) {
 /// Completes every outstanding RDMA Read with a flush error (the QP is
 /// going to error). Called by [`Qp::flush_sq`].
 pub fn flush_orq(qp: &Qp) {
+    flush_active_wr(qp);
     loop {
         let e = qp.orq.lock().pop();
         let Some(e) = e else { break };
         if qp.complete_sqe_copy(&e.sqe(), 0, wc::WR_FLUSH_ERR).is_err() {
             break;
         }
+    }
+}
+
+/// Completes the Send or Write in transmission (if nobody did yet) with a
+/// flush error.
+fn flush_active_wr(qp: &Qp) {
+    let wr = qp.orq.lock().active.take();
+    if let Some(wr) = wr {
+        let _ = qp.complete_sqe_copy(&wr.sqe(), 0, wc::WR_FLUSH_ERR);
+    }
+}
+
+/// Completes the Send or Write whose last octet went to TCP (unless it
+/// was flushed meanwhile).
+fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
+    let wr = qp.orq.lock().active.take();
+    if let Some(wr) = wr {
+        let _ = qp.complete_sqe_copy(&wr.sqe(), bytes, status);
     }
 }
 
@@ -600,6 +662,9 @@ pub fn run(qp: &Arc<Qp>) {
     loop {
         let state = qp.state();
         if !matches!(state, QpState::Rts | QpState::Terminate) {
+            if tx.job.take().is_some() {
+                flush_active_wr(qp);
+            }
             return;
         }
         if state == QpState::Terminate
@@ -628,8 +693,8 @@ pub fn run(qp: &Arc<Qp>) {
             Err(e) if e == EAGAIN => return,
             Err(e) => {
                 if let Some(job) = tx.job.take() {
-                    if let Kind::Sqe { idx } = job.kind {
-                        complete_slot(qp, idx, &job.sqe, 0, wc::GENERAL_ERR);
+                    if job.kind == Kind::Wr {
+                        complete_active_wr(qp, 0, wc::GENERAL_ERR);
                     }
                 }
                 pr_warn!("rsiw: QP {}: send failed: {:?}\n", qp.id(), e);
@@ -652,8 +717,8 @@ pub fn run(qp: &Arc<Qp>) {
 /// (after a TERMINATE).
 fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
     match job.kind {
-        Kind::Sqe { idx } => {
-            complete_slot(qp, idx, &job.sqe, job.total, wc::SUCCESS);
+        Kind::Wr => {
+            complete_active_wr(qp, job.total, wc::SUCCESS);
             false
         }
         Kind::ReadReq => false,
@@ -669,23 +734,36 @@ fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
     }
 }
 
-/// Completes the work request in send queue slot `idx` if the slot is
-/// still the transmit position (it may have been flushed meanwhile).
-fn complete_slot(qp: &Qp, idx: u32, sqe: &Sqe, bytes: u32, status: u16) {
+/// Takes the work request in send queue slot `idx` (as siw, the slot goes
+/// back to the producer as soon as the transmit side has its copy, which
+/// libsiw's doorbell logic relies on); `active` becomes the work request
+/// in transmission. `false` when the slot was flushed meanwhile.
+fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
     {
         let mut inner = qp.inner.lock();
         if inner.sq_get != idx {
-            return;
+            return false;
+        }
+        if active.is_some() {
+            qp.orq.lock().active = active;
         }
         inner.sq_get = idx.wrapping_add(1);
     }
-    let _ = qp.complete_sqe(idx, sqe, bytes, status);
+    qp.sq.set_flags(idx, 0);
+    true
+}
+
+/// Takes slot `idx` and completes its work request at once.
+fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+    if claim(qp, idx, None) {
+        let _ = qp.complete_sqe_copy(sqe, 0, status);
+    }
 }
 
 /// A local error on the work request in slot `idx`: complete it with
 /// `status`, report a fatal event and terminate the connection.
 fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
-    complete_slot(qp, idx, sqe, 0, status);
+    complete_now(qp, idx, sqe, status);
     qp.handle.event(QpEvent::Fatal);
     queue_terminate(qp, RdmapError::LocalCatastrophic.into(), None, 0);
 }
@@ -879,8 +957,11 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
                 tx.msn[QN_SEND as usize] = tx.msn[QN_SEND as usize].wrapping_add(1);
                 SegmentHeader::send(opc, sqe.rkey, tx.msn[QN_SEND as usize], 0, true)
             };
+            if !claim(qp, idx, Some(WrRef::of(&sqe))) {
+                return Next::Again;
+            }
             Next::Job(Job {
-                kind: Kind::Sqe { idx },
+                kind: Kind::Wr,
                 sqe,
                 hdr,
                 total,
@@ -899,7 +980,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
                 _ => false,
             };
             if ok {
-                complete_slot(qp, idx, &sqe, 0, wc::SUCCESS);
+                complete_now(qp, idx, &sqe, wc::SUCCESS);
             } else {
                 local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
             }
@@ -907,7 +988,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         }
         op::REG_MR => {
             if reg_mr(qp, &sqe) {
-                complete_slot(qp, idx, &sqe, 0, wc::SUCCESS);
+                complete_now(qp, idx, &sqe, wc::SUCCESS);
             } else {
                 local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
             }
@@ -980,32 +1061,34 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
         }
         mem = Some(m);
     }
-    {
-        let mut orq = qp.orq.lock();
-        if orq.capacity() == 0 {
-            drop(orq);
-            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+    let e = OrqEntry {
+        id: sqe.id,
+        flags: sqe.flags,
+        opcode: sqe.opcode,
+        sink,
+        mem,
+        placed: 0,
+    };
+    // Into the ORQ and the slot back, atomically with respect to flushes.
+    let no_ord = {
+        let mut inner = qp.inner.lock();
+        if inner.sq_get != idx {
             return Next::Again;
         }
-        let e = OrqEntry {
-            id: sqe.id,
-            flags: sqe.flags,
-            opcode: sqe.opcode,
-            sink,
-            mem,
-            placed: 0,
-        };
-        if orq.push(e).is_err() {
+        let mut orq = qp.orq.lock();
+        if orq.capacity() == 0 {
+            true
+        } else if orq.push(e).is_err() {
             // ORD reached: resumed by the next Read Response.
             return Next::Idle;
-        }
-    }
-    // The Read lives in the ORQ now: give the slot back.
-    {
-        let mut inner = qp.inner.lock();
-        if inner.sq_get == idx {
+        } else {
             inner.sq_get = idx.wrapping_add(1);
+            false
         }
+    };
+    if no_ord {
+        local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+        return Next::Again;
     }
     qp.sq.set_flags(idx, 0);
     tx.msn[QN_READ_REQUEST as usize] = tx.msn[QN_READ_REQUEST as usize].wrapping_add(1);
@@ -1093,7 +1176,7 @@ fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
             for (s, m) in sges.iter().zip(mems.iter()).take(*n) {
                 let end = base.checked_add(s.length).ok_or(EINVAL)?;
                 if off < end && s.length > 0 {
-                    let in_sge = off - base;
+                    let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
                     let want = max.min(end - off);
                     let mem = m.as_ref().ok_or(EINVAL)?;
                     let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
