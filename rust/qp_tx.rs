@@ -523,6 +523,7 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         let inner = qp.inner.lock();
         (inner.ird, inner.ord)
     };
+    pr_debug!("rsiw: QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
     let ird = ird.min(limits::MAX_IRD) as usize;
     let ord = ord.min(limits::MAX_ORD) as usize;
     let mut o: KVec<Option<OrqEntry>> = KVec::with_capacity(ord, GFP_KERNEL)?;
@@ -763,6 +764,13 @@ fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
 /// A local error on the work request in slot `idx`: complete it with
 /// `status`, report a fatal event and terminate the connection.
 fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+    pr_warn!(
+        "rsiw: QP {}: work request (opcode {}, {} SGEs) failed: status {}\n",
+        qp.id(),
+        sqe.opcode,
+        sqe.num_sge,
+        status
+    );
     complete_now(qp, idx, sqe, status);
     qp.handle.event(QpEvent::Fatal);
     queue_terminate(qp, RdmapError::LocalCatastrophic.into(), None, 0);
