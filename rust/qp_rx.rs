@@ -455,11 +455,22 @@ impl RxSink for Sink<'_> {
         hdr: &SegmentHeader,
         verdict: CrcVerdict,
     ) -> Result<(), ProtocolError> {
-        self.c.raw_len = 0;
         if let CrcVerdict::Mismatch { .. } = verdict {
             // The deframer fails with the CRC error right after this.
             return Ok(());
         }
+        let r = self.end_segment(hdr);
+        if r.is_ok() {
+            // Keep the header for the TERMINATE of an error found here.
+            self.c.raw_len = 0;
+        }
+        r
+    }
+}
+
+impl Sink<'_> {
+    /// Completes what the segment carrying `hdr` finished.
+    fn end_segment(&mut self, hdr: &SegmentHeader) -> Result<(), ProtocolError> {
         match core::mem::replace(&mut self.c.seg, Seg::None) {
             Seg::Send { len, .. } => {
                 if let Some(m) = self.c.send.as_mut() {
