@@ -45,6 +45,8 @@ int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
 		   bool more);
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
+bool rsiw_in_task(void);
+int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem);
 u32 rsiw_sock_mss(struct socket *s);
 bool rsiw_mpa_crc_required(void);
 bool rsiw_mpa_markers_wanted(void);

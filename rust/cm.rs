@@ -19,7 +19,6 @@ use kernel::{
 
 use crate::device::{limits, Device};
 use crate::kif::{
-    handle::QpEvent,
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
     params,
     sock::{SockEvents, SockRx, Socket, TcpState},
@@ -80,6 +79,8 @@ pub struct Cep {
     st: Mutex<CepState>,
     /// The connection went down: report the close once.
     closing: AtomicBool,
+    /// The QP left RTS: close the connection from the work item.
+    close_req: AtomicBool,
     #[pin]
     work: Work<Cep>,
 }
@@ -136,6 +137,7 @@ impl Cep {
                     ord: 0,
                 }),
                 closing: AtomicBool::new(false),
+                close_req: AtomicBool::new(false),
                 work <- new_work!("rsiw::cep"),
             }),
             GFP_KERNEL,
@@ -156,6 +158,10 @@ impl Cep {
                     pr_debug!("MPA exchange failed: {:?}\n", e);
                     self.fail(&mut st, e);
                 }
+            }
+            Phase::Rdma if self.close_req.load(Ordering::Acquire) => {
+                drop(st);
+                self.close(false);
             }
             Phase::Rdma => {
                 let closed = match st.qp.as_ref().and_then(|q| q.conn()) {
@@ -239,13 +245,16 @@ impl Cep {
         st.ord = ord;
         st.phase = Phase::AwaitAccept;
         let peer = st.peer.insert(peer);
+        // The event carries the peer's view (as siw does): its IRD, which
+        // rdma_cm makes our initiator depth (ORD), and its ORD, which becomes
+        // our responder resources (IRD).
         let ev = CmEvent {
             kind: CmEventKind::ConnectRequest,
             status: 0,
             addrs: Some(addrs),
             pdata: &peer.pdata,
-            ird: ird.min(255) as u8,
-            ord: ord.min(255) as u8,
+            ird: ord.min(255) as u8,
+            ord: ird.min(255) as u8,
         };
         listener.id.event(&ev, Some(self.clone()))
     }
@@ -357,6 +366,12 @@ impl Cep {
         st.listener = None;
     }
 
+    /// The local side wants the connection closed (QP left RTS).
+    pub fn request_close(self: &Arc<Self>) {
+        self.close_req.store(true, Ordering::Release);
+        self.kick();
+    }
+
     /// The RDMA connection is going down (`remote`: the peer closed or
     /// reset it). Reports DISCONNECT (remote only) and CLOSE once.
     pub fn close(self: &Arc<Self>, remote: bool) {
@@ -369,9 +384,8 @@ impl Cep {
             (st.qp.take(), st.id.take())
         };
         if let Some(qp) = &qp {
-            if remote && qp.state() == QpState::Rts {
-                qp.handle.event(QpEvent::Fatal);
-            }
+            // A closed connection is not a QP error event (a TERMINATE
+            // received is reported by the receive path).
             qp.set_error();
             qp.drop_conn();
         }

@@ -236,7 +236,6 @@ fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32
     r
 }
 
-
 impl Qp {
     /// Creates an RC QP.
     pub fn create(dev: &Device, a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
@@ -377,14 +376,20 @@ impl Qp {
                 self.flush_rq();
                 Ok(())
             }
+            // Leaving RTS closes the connection (graceful for Closing),
+            // which the CM reports with a CLOSE event once the socket is
+            // gone (the iWARP CM waits for it).
             (QpState::Rts, QpState::Closing) => {
                 inner.state = QpState::Closing;
                 drop(inner);
                 self.flush_rq();
+                self.request_close();
                 Ok(())
             }
             (QpState::Rts, QpState::Terminate) => {
                 inner.state = QpState::Terminate;
+                drop(inner);
+                self.request_close();
                 Ok(())
             }
             (QpState::Rts | QpState::Terminate | QpState::Closing, QpState::Error) => {
@@ -392,6 +397,7 @@ impl Qp {
                 drop(inner);
                 self.flush_sq();
                 self.flush_rq();
+                self.request_close();
                 Ok(())
             }
             (QpState::Closing, QpState::Idle) => {
@@ -757,6 +763,14 @@ impl Qp {
     /// Schedules the transmit work (a no-op if already scheduled).
     pub fn schedule_tx(self: &Arc<Self>) {
         let _ = crate::kif::wq::queue().enqueue(self.clone());
+    }
+
+    /// Asks the connection manager to close the QP's connection (done on
+    /// the workqueue, after a TERMINATE or queued data went out).
+    pub fn request_close(&self) {
+        if let Some(c) = self.conn() {
+            c.cep.request_close();
+        }
     }
 
     /// The connection, if the QP has one.

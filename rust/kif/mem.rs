@@ -121,8 +121,17 @@ impl Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // SAFETY: obtained from `ib_umem_get`, released once.
-        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+        // SAFETY: obtained from `ib_umem_get`, released once. Outside task
+        // context (the receive softirq dropped the last reference) the
+        // release, which may sleep, goes to rsiw's workqueue, which exists
+        // while any memory region does (devices go before the queue).
+        unsafe {
+            if glue::rsiw_in_task()
+                || glue::rsiw_umem_release_async(super::wq::raw(), self.umem.as_ptr()) != 0
+            {
+                bindings::ib_umem_release(self.umem.as_ptr());
+            }
+        }
     }
 }
 

@@ -142,6 +142,11 @@ mod glue {
         ) -> i32;
         pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
         pub(crate) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
+        pub(crate) fn rsiw_in_task() -> bool;
+        pub(crate) fn rsiw_umem_release_async(
+            wq: *mut bindings::workqueue_struct,
+            umem: *mut bindings::ib_umem,
+        ) -> i32;
         pub(crate) fn rsiw_mpa_crc_required() -> bool;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
     }

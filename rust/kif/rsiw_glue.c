@@ -327,3 +327,38 @@ u32 rsiw_sock_mss(struct socket *s)
 {
 	return READ_ONCE(tcp_sk(s->sk)->mss_cache);
 }
+
+bool rsiw_in_task(void)
+{
+	return in_task();
+}
+
+struct rsiw_umem_release {
+	struct work_struct work;
+	struct ib_umem *umem;
+};
+
+static void rsiw_umem_release_work(struct work_struct *w)
+{
+	struct rsiw_umem_release *r =
+		container_of(w, struct rsiw_umem_release, work);
+
+	ib_umem_release(r->umem);
+	kfree(r);
+}
+
+/*
+ * ib_umem_release() may sleep; the last reference to a memory region can go
+ * away in the receive softirq.  Release it from rsiw's workqueue then.
+ */
+int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem)
+{
+	struct rsiw_umem_release *r = kmalloc(sizeof(*r), GFP_ATOMIC);
+
+	if (!r)
+		return -ENOMEM;
+	r->umem = umem;
+	INIT_WORK(&r->work, rsiw_umem_release_work);
+	queue_work(wq, &r->work);
+	return 0;
+}

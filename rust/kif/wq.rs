@@ -43,6 +43,11 @@ impl Drop for WqOwner {
     }
 }
 
+/// The raw rsiw workqueue (for C glue that queues its own work).
+pub(crate) fn raw() -> *mut bindings::workqueue_struct {
+    WQ.load(Ordering::Acquire)
+}
+
 /// The rsiw workqueue.
 pub fn queue() -> &'static Queue {
     let p = WQ.load(Ordering::Acquire);

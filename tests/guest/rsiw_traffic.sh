@@ -1,0 +1,131 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Data path: real RDMA traffic between rsiw and upstream siw in both roles
+# and between two rsiw devices, with stock librdmacm tools and perftest.
+. "$(dirname "$0")/lib.sh"
+
+
+# pair A_TYPE B_TYPE [MODPARAMS]: rsiw/siw devices dev_a in ns A, dev_b in ns B
+pair() {
+	del_dev dev_a 2>/dev/null
+	del_dev dev_b 2>/dev/null
+	add_dev "$NS_A" dev_a "$1" va && add_dev "$NS_B" dev_b "$2" vb
+}
+
+# serve CMD...: start a server in ns B, wait until it listens
+serve() {
+	in_b timeout 60 "$@" >/tmp/server.out 2>&1 &
+	SERVER=$!
+	for _ in $(seq 50); do
+		in_b ss -ltn | grep -q ":$PORT " && return 0
+		sleep 0.1
+	done
+	return 0
+}
+finish() { wait "$SERVER"; }
+
+rping_v() {
+	PORT=7174
+	serve rping -s -a "$IP_B" -p $PORT -C 50 -S 16000
+	in_a timeout 50 rping -c -a "$IP_B" -p $PORT -C 50 -S 16000 -V >/dev/null || return 1
+	finish
+}
+
+perf() { # tool
+	PORT=18515
+	serve "$1" -R -n 200 -s 65536 -d dev_b
+	in_a timeout 50 "$1" -R -n 200 -s 65536 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+		tail -5 /tmp/client.out
+		return 1
+	}
+	finish
+}
+
+perf_all() { # sweep message sizes 2..8 MiB
+	PORT=18515
+	serve "$1" -R -a -n 20 -d dev_b
+	in_a timeout 120 "$1" -R -a -n 20 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+		tail -5 /tmp/client.out
+		return 1
+	}
+	grep -q '^ 8388608' /tmp/client.out && finish
+}
+
+lat() { # tool
+	PORT=18515
+	serve "$1" -R -n 200 -s 64 -d dev_b
+	in_a timeout 50 "$1" -R -n 200 -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || return 1
+	finish
+}
+
+cmatose() {
+	PORT=7480
+	serve ucmatose -b "$IP_B" -p $PORT -c 2 -C 10
+	in_a timeout 30 ucmatose -s "$IP_B" -b "$IP_A" -p $PORT -c 2 -C 10 >/tmp/client.out 2>&1 || {
+		tail -5 /tmp/client.out
+		return 1
+	}
+	finish
+}
+
+rdma_cs() {
+	PORT=7481
+	serve rdma_server -s "$IP_B" -p $PORT
+	in_a timeout 20 rdma_client -s "$IP_B" -p $PORT >/tmp/client.out 2>&1 || return 1
+	finish
+}
+
+rcopy_file() {
+	head -c 3000000 /dev/urandom >/tmp/rcopy.src
+	rm -f /tmp/rcopy.dst
+	(cd /tmp && in_b timeout 40 rcopy -p 7472) >/tmp/server.out 2>&1 &
+	SERVER=$!
+	sleep 1
+	# rcopy writes the copy under the same name on the server side
+	(cd /tmp && in_a timeout 30 rcopy rcopy.src "$IP_B:rcopy.dst" -p 7472) >/tmp/client.out 2>&1 || return 1
+	finish
+	cmp /tmp/rcopy.src /tmp/rcopy.dst
+}
+
+rstream_run() {
+	in_b timeout 40 rstream -b "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/server.out 2>&1 &
+	SERVER=$!
+	sleep 1
+	in_a timeout 30 rstream -s "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/client.out 2>&1
+	local rc=$?
+	finish
+	return $rc
+}
+
+# `. rsiw_traffic.sh --lib` only defines the helpers (for debugging).
+[ "${1:-}" = --lib ] && return 0
+
+ktap_print_header
+ktap_set_plan 22
+
+check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
+
+check "rsiw client -> siw server: rping -V 50 x 16 KB" eval 'pair rsiw siw && rping_v'
+for t in ib_write_bw ib_send_bw ib_read_bw; do
+	check "rsiw client -> siw server: $t 64 KiB" perf $t
+done
+check "rsiw client -> siw server: ib_write_lat 64 B" lat ib_write_lat
+
+check "siw client -> rsiw server: rping -V 50 x 16 KB" eval 'pair siw rsiw && rping_v'
+for t in ib_write_bw ib_send_bw ib_read_bw; do
+	check "siw client -> rsiw server: $t 64 KiB" perf $t
+done
+check "siw client -> rsiw server: ib_read_lat 64 B" lat ib_read_lat
+
+check "rsiw <-> rsiw: rping -V 50 x 16 KB" eval 'pair rsiw rsiw && rping_v'
+check "rsiw <-> rsiw: ib_write_bw -a up to 8 MiB" perf_all ib_write_bw
+check "rsiw <-> rsiw: ib_read_bw -a up to 8 MiB" perf_all ib_read_bw
+check "rsiw <-> rsiw: ib_send_bw 64 KiB" perf ib_send_bw
+check "rsiw <-> rsiw: ib_send_lat 64 B" lat ib_send_lat
+check "rsiw <-> rsiw: ucmatose 4 connections" cmatose
+check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
+check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
+check "rsiw <-> rsiw: rstream (rsockets) 200 x 64 KiB" rstream_run
+check "rsiw <-> rsiw with CRC (mpa_crc_required=1): rping -V" eval 'del_dev dev_a; del_dev dev_b; rmmod rsiw && load_rsiw mpa_crc_required=1 && pair rsiw rsiw && rping_v'
+check "cleanup" eval 'del_dev dev_a; del_dev dev_b; unload_rsiw && rmmod siw && topo_down'
+ktap_finished
