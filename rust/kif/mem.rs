@@ -104,10 +104,10 @@ impl Umem {
             let (pg, in_pg) = (abs / PAGE_SIZE, abs % PAGE_SIZE);
             let n = (PAGE_SIZE - in_pg).min(end - pos);
             let page = self.pages.get(pg).ok_or(EFAULT)?;
-            // SAFETY: the page is pinned for the life of `self` and mapped in
-            // the kernel's direct map (64-bit, no highmem); `[in_pg, in_pg+n)`
-            // lies inside it. Concurrent access by the pinning process is the
-            // nature of RDMA memory: the slice is only used for copies.
+            // Concurrent access by the pinning process is the nature of RDMA
+            // memory: the slice is only used for copies.
+            // SAFETY: the page is pinned for `self`'s life and in the direct
+            // map (64-bit, no highmem); `[in_pg, in_pg + n)` lies inside it.
             let s = unsafe {
                 let a = glue::rsiw_page_address(page.0.as_ptr()).cast::<u8>();
                 core::slice::from_raw_parts_mut(a.add(in_pg), n)
@@ -121,10 +121,10 @@ impl Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // SAFETY: obtained from `ib_umem_get`, released once. Outside task
-        // context (the receive softirq dropped the last reference) the
-        // release, which may sleep, goes to rsiw's workqueue, which exists
-        // while any memory region does (devices go before the queue).
+        // Outside task context (the receive softirq dropped the last
+        // reference) the release, which may sleep, goes to rsiw's workqueue,
+        // which outlives every memory region (devices go first).
+        // SAFETY: obtained from `ib_umem_get`, released exactly once.
         unsafe {
             if glue::rsiw_in_task()
                 || glue::rsiw_umem_release_async(super::wq::raw(), self.umem.as_ptr()) != 0
@@ -147,10 +147,10 @@ impl Umem {
         let (pg, in_pg) = (abs / PAGE_SIZE, abs % PAGE_SIZE);
         let n = (PAGE_SIZE - in_pg).min(self.len - off).min(max);
         let page = self.pages.get(pg).ok_or(EFAULT)?;
-        // SAFETY: as in `with_range`: the page is pinned for the life of
-        // `self` and in the direct map; `[in_pg, in_pg + n)` lies inside it.
-        // The slice is only read (copied by TCP), and user space changing
-        // the buffer under a posted work request is its own fault.
+        // The slice is only read (copied by TCP); user space changing the
+        // buffer under a posted work request is its own fault.
+        // SAFETY: as in `with_range`: pinned page, in the direct map, range
+        // inside it.
         let s = unsafe {
             let a = glue::rsiw_page_address(page.0.as_ptr()).cast::<u8>();
             core::slice::from_raw_parts(a.add(in_pg), n)
@@ -178,11 +178,10 @@ pub fn kernel_slice<T>(_owner: &T, addr: u64, len: usize) -> Result<&[u8]> {
         return Ok(&[]);
     }
     let a = kernel_range_ok(addr, len)?;
-    // SAFETY: the DMA MR contract: a kernel consumer only posts work
-    // requests naming kernel memory it owns (mapped with rsiw's virtual DMA
-    // ops, so the address is a kernel virtual address) and keeps it valid
-    // until the work request completes, which happens after the last use of
-    // this slice. The range does not wrap (checked above).
+    // The DMA MR contract: a kernel consumer only names kernel memory it owns
+    // (virtual DMA: the address is a kernel virtual address) and keeps it
+    // valid until the work request completes, after the last use of this.
+    // SAFETY: per the DMA MR contract above; the range does not wrap.
     Ok(unsafe { core::slice::from_raw_parts(a as *const u8, len) })
 }
 
@@ -193,10 +192,9 @@ pub fn kernel_write(addr: u64, data: &[u8]) -> Result {
         return Ok(());
     }
     let a = kernel_range_ok(addr, data.len())?;
-    // SAFETY: the DMA MR contract (see `kernel_slice`): the consumer posted
-    // a receive (or granted remote write to) this kernel buffer and keeps it
-    // valid until completion or deregistration; the range does not wrap and
-    // cannot overlap `data`, which is socket receive memory.
+    // The consumer posted a receive into (or granted remote write to) this
+    // kernel buffer and keeps it valid until completion or deregistration.
+    // SAFETY: the DMA MR contract (`kernel_slice`); no wrap, no overlap.
     unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), a as *mut u8, data.len()) };
     Ok(())
 }
