@@ -46,6 +46,13 @@ int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
 bool rsiw_in_task(void);
+struct rsiw_dwork;
+struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx);
+bool rsiw_dwork_schedule(struct workqueue_struct *wq, struct rsiw_dwork *d,
+			 unsigned int ms);
+bool rsiw_dwork_cancel(struct rsiw_dwork *d);
+void rsiw_dwork_free(struct rsiw_dwork *d);
+void *rsiw_dwork_ctx(struct rsiw_dwork *d);
 int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem);
 u32 rsiw_sock_mss(struct socket *s);
 bool rsiw_mpa_crc_required(void);

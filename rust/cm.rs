@@ -22,6 +22,7 @@ use crate::kif::{
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
     params,
     sock::{SockEvents, SockRx, Socket, TcpState},
+    timer::{Expire, Timeout},
 };
 use crate::qp::{Conn, Qp, QpState};
 use crate::wire::connect::{
@@ -81,6 +82,9 @@ pub struct Cep {
     closing: AtomicBool,
     /// The QP left RTS: close the connection from the work item.
     close_req: AtomicBool,
+    /// Limits the wait for the peer's MPA frame.
+    #[pin]
+    timeout: Mutex<Option<Timeout<Cep>>>,
     #[pin]
     work: Work<Cep>,
 }
@@ -138,10 +142,25 @@ impl Cep {
                 }),
                 closing: AtomicBool::new(false),
                 close_req: AtomicBool::new(false),
+                timeout <- new_mutex!(None),
                 work <- new_work!("rsiw::cep"),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Starts the wait for the peer's MPA frame.
+    fn arm_timeout(self: &Arc<Self>) {
+        if let Ok(t) = Timeout::arm(self, MPA_TIMEOUT_MS) {
+            *self.timeout.lock() = Some(t);
+        }
+    }
+
+    /// The peer's frame arrived (or the endpoint is done): stop waiting.
+    fn disarm_timeout(&self) {
+        if let Some(t) = self.timeout.lock().take() {
+            t.cancel();
+        }
     }
 
     /// Schedules the endpoint's work.
@@ -208,6 +227,7 @@ impl Cep {
         let Some(f) = st.parser.frame() else {
             return Ok(());
         };
+        self.disarm_timeout();
         let mut pdata = KVec::new();
         pdata.extend_from_slice(f.pdata, GFP_KERNEL)?;
         let peer = Peer {
@@ -346,6 +366,7 @@ impl Cep {
     /// The exchange failed: tell the CM (initiator) and drop the socket.
     fn fail(self: &Arc<Self>, st: &mut CepState, e: Error) {
         st.phase = Phase::Closed;
+        self.disarm_timeout();
         if let Some(s) = st.sock.take() {
             s.detach();
         }
@@ -412,6 +433,19 @@ impl Cep {
     }
 }
 
+/// How long a connection may wait for the peer's MPA Request or Reply.
+const MPA_TIMEOUT_MS: u32 = 10_000;
+
+impl Expire for Cep {
+    fn expired(this: Arc<Self>) {
+        let mut st = this.st.lock();
+        if matches!(st.phase, Phase::AwaitRequest | Phase::AwaitReply) {
+            pr_debug!("MPA exchange timed out\n");
+            this.fail(&mut st, crate::kif::etimedout());
+        }
+    }
+}
+
 /// Sends an MPA Request or Reply.
 fn send_rr(sock: &Socket, hdr: MpaRr, ird_ord: Option<IrdOrd>, pdata: &[u8]) -> Result {
     let mut buf = [0u8; 20 + MAX_PD_LEN];
@@ -461,6 +495,7 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         send_rr(sock, hdr, Some(io), &p.pdata)?;
         sock.attach(cep.clone())?;
     }
+    cep.arm_timeout();
     cep.kick();
     Ok(())
 }
@@ -555,6 +590,7 @@ impl WorkItem for Listener {
             let attached = st.sock.as_ref().map(|s| s.attach(cep.clone()));
             drop(st);
             if let Some(Ok(())) = attached {
+                cep.arm_timeout();
                 cep.kick();
             }
         }

@@ -14,6 +14,7 @@ pub mod net;
 pub mod queue;
 pub mod sock;
 pub mod sync;
+pub mod timer;
 pub mod udata;
 pub mod wq;
 pub mod wr;
@@ -37,6 +38,11 @@ pub fn econnreset() -> kernel::error::Error {
 /// `ECONNREFUSED`, which the 6.12 `kernel` crate does not name.
 pub fn econnrefused() -> kernel::error::Error {
     kernel::error::Error::from_errno(-(kernel::bindings::ECONNREFUSED as i32))
+}
+
+/// `ETIMEDOUT`, which the 6.12 `kernel` crate does not name.
+pub fn etimedout() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::ETIMEDOUT as i32))
 }
 
 /// `EPROTO`, which the 6.12 `kernel` crate does not name.
@@ -143,6 +149,18 @@ mod glue {
         pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
         pub(crate) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
         pub(crate) fn rsiw_in_task() -> bool;
+        pub(crate) fn rsiw_dwork_new(
+            f: unsafe extern "C" fn(*mut kernel::ffi::c_void),
+            ctx: *mut kernel::ffi::c_void,
+        ) -> *mut kernel::ffi::c_void;
+        pub(crate) fn rsiw_dwork_schedule(
+            wq: *mut bindings::workqueue_struct,
+            d: *mut kernel::ffi::c_void,
+            ms: u32,
+        ) -> bool;
+        pub(crate) fn rsiw_dwork_cancel(d: *mut kernel::ffi::c_void) -> bool;
+        pub(crate) fn rsiw_dwork_free(d: *mut kernel::ffi::c_void);
+        pub(crate) fn rsiw_dwork_ctx(d: *mut kernel::ffi::c_void) -> *const kernel::ffi::c_void;
         pub(crate) fn rsiw_umem_release_async(
             wq: *mut bindings::workqueue_struct,
             umem: *mut bindings::ib_umem,

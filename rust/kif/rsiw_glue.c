@@ -362,3 +362,54 @@ int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem)
 	queue_work(wq, &r->work);
 	return 0;
 }
+
+/* A delayed work item calling back into Rust with a fixed context. */
+struct rsiw_dwork {
+	struct delayed_work dw;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+static void rsiw_dwork_run(struct work_struct *w)
+{
+	struct rsiw_dwork *d = container_of(to_delayed_work(w),
+					    struct rsiw_dwork, dw);
+
+	d->fn(d->ctx);
+}
+
+struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx)
+{
+	struct rsiw_dwork *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return NULL;
+	INIT_DELAYED_WORK(&d->dw, rsiw_dwork_run);
+	d->fn = fn;
+	d->ctx = ctx;
+	return d;
+}
+
+bool rsiw_dwork_schedule(struct workqueue_struct *wq, struct rsiw_dwork *d,
+			 unsigned int ms)
+{
+	return queue_delayed_work(wq, &d->dw, msecs_to_jiffies(ms));
+}
+
+bool rsiw_dwork_cancel(struct rsiw_dwork *d)
+{
+	return cancel_delayed_work(&d->dw);
+}
+
+void *rsiw_dwork_ctx(struct rsiw_dwork *d)
+{
+	return d->ctx;
+}
+
+/* May be called from the work's own callback, which must not wait for itself. */
+void rsiw_dwork_free(struct rsiw_dwork *d)
+{
+	if (current_work() != &d->dw.work)
+		cancel_delayed_work_sync(&d->dw);
+	kfree(d);
+}

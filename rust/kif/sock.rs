@@ -64,7 +64,9 @@ impl SockAddr {
             // SAFETY: an `AF_INET6` storage holds a `sockaddr_in6`.
             let a = unsafe { &*p.cast::<bindings::sockaddr_in6>() };
             // SAFETY: the address union is plain octets.
-            unsafe { a.sin6_addr.in6_u.u6_addr8 }.iter().all(|b| *b == 0)
+            unsafe { a.sin6_addr.in6_u.u6_addr8 }
+                .iter()
+                .all(|b| *b == 0)
         } else {
             // SAFETY: an `AF_INET` storage holds a `sockaddr_in`.
             let a = unsafe { &*p.cast::<bindings::sockaddr_in>() };

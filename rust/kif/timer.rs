@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One-shot timeouts on rsiw's workqueue (a C `delayed_work`; the 6.12
+//! `kernel` crate has none). A pending timeout holds a reference to its
+//! target, so the target lives until the timeout ran or was cancelled.
+
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{prelude::*, sync::Arc};
+
+use super::glue;
+
+/// What a timeout calls.
+pub trait Expire: Send + Sync + Sized + 'static {
+    /// The timeout fired.
+    fn expired(this: Arc<Self>);
+}
+
+/// A one-shot timeout for a `T` (the owner keeps the `Timeout` inside `T`).
+pub struct Timeout<T: Expire> {
+    d: NonNull<kernel::ffi::c_void>,
+    _p: PhantomData<T>,
+}
+
+// SAFETY: the delayed work may be scheduled and cancelled from any thread.
+unsafe impl<T: Expire> Send for Timeout<T> {}
+// SAFETY: as above.
+unsafe impl<T: Expire> Sync for Timeout<T> {}
+
+/// The callback: takes back the reference `arm` gave away.
+///
+/// # Safety
+///
+/// `ctx` is the `Arc<T>` pointer `arm` leaked for this run.
+unsafe extern "C" fn fire<T: Expire>(ctx: *mut kernel::ffi::c_void) {
+    // SAFETY: per the contract; `arm` stored `Arc::into_raw` in the work's
+    // context before queueing, and each run consumes one such reference.
+    T::expired(unsafe { Arc::from_raw(ctx.cast::<T>()) });
+}
+
+impl<T: Expire> Timeout<T> {
+    /// Arms a timeout for `target` after `ms` milliseconds. The work item is
+    /// created for this target only: a `Timeout` arms once.
+    pub fn arm(target: &Arc<T>, ms: u32) -> Result<Self> {
+        let ctx = Arc::into_raw(target.clone())
+            .cast_mut()
+            .cast::<kernel::ffi::c_void>();
+        // SAFETY: allocates a work item calling `fire::<T>(ctx)`.
+        let d = NonNull::new(unsafe { glue::rsiw_dwork_new(fire::<T>, ctx) });
+        let Some(d) = d else {
+            // SAFETY: not handed to any work item.
+            drop(unsafe { Arc::from_raw(ctx.cast::<T>()) });
+            return Err(ENOMEM);
+        };
+        // SAFETY: `d` is a fresh work item; the workqueue outlives all
+        // targets (they are device objects, gone before the queue).
+        unsafe { glue::rsiw_dwork_schedule(super::wq::raw(), d.as_ptr(), ms) };
+        Ok(Self { d, _p: PhantomData })
+    }
+
+    /// Cancels the timeout if it has not fired; gives back its reference.
+    pub fn cancel(&self) {
+        // SAFETY: `d` is our work item. A successful cancel removed the
+        // pending run, so the reference `arm` leaked for it (the item's
+        // context) is ours to drop.
+        unsafe {
+            if glue::rsiw_dwork_cancel(self.d.as_ptr()) {
+                let ctx = glue::rsiw_dwork_ctx(self.d.as_ptr()).cast::<T>();
+                drop(Arc::<T>::from_raw(ctx));
+            }
+        }
+    }
+}
+
+impl<T: Expire> Drop for Timeout<T> {
+    fn drop(&mut self) {
+        self.cancel();
+        // SAFETY: ours; cancelled (and waited for) before freeing.
+        unsafe { glue::rsiw_dwork_free(self.d.as_ptr()) };
+    }
+}
