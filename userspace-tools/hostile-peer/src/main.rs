@@ -1,0 +1,138 @@
+//! `hostile-peer`: a misbehaving iWARP peer (plain TCP client) that bends
+//! the MPA exchange and the DDP/RDMAP traffic towards an rsiw listener and
+//! checks the answers against the RFCs (issue 7).
+//!
+//!   hostile-peer --list
+//!   hostile-peer --target IP:PORT --scenario NAME [--timeout SECS]
+//!   hostile-peer --target IP:PORT --all            (KTAP)
+
+mod frames;
+mod peer;
+mod scenarios;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use scenarios::{Ctx, Scenario, ALL};
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME | --all) [--timeout SECS]"
+    );
+    ExitCode::from(2)
+}
+
+fn run(ctx: &Ctx, s: &Scenario) -> Result<String, String> {
+    (s.run)(ctx)
+}
+
+fn one_line(s: &str) -> String {
+    s.replace('\n', " ")
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut target = None;
+    let mut names = Vec::new();
+    let mut all = false;
+    let mut list = false;
+    let mut t = 5u64;
+    let mut i = 0;
+    while i < args.len() {
+        let val = |i: usize| args.get(i + 1).cloned();
+        match args[i].as_str() {
+            "--list" => list = true,
+            "--all" => all = true,
+            "--target" => match val(i).and_then(|v| v.parse().ok()) {
+                Some(a) => {
+                    target = Some(a);
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "--scenario" => match val(i) {
+                Some(n) => {
+                    names.push(n);
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "--timeout" => match val(i).and_then(|v| v.parse().ok()) {
+                Some(v) => {
+                    t = v;
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "-h" | "--help" => {
+                usage();
+                return ExitCode::SUCCESS;
+            }
+            _ => return usage(),
+        }
+        i += 1;
+    }
+    if list {
+        for s in ALL {
+            println!("{:<26} {}", s.name, s.what);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let Some(target) = target else {
+        return usage();
+    };
+    let ctx = Ctx {
+        target,
+        t: Duration::from_secs(t),
+    };
+    let picked: Vec<&Scenario> = if all {
+        ALL.iter().collect()
+    } else {
+        let mut v = Vec::new();
+        for n in &names {
+            match scenarios::find(n) {
+                Some(s) => v.push(s),
+                None => {
+                    eprintln!("hostile-peer: unknown scenario {n:?} (see --list)");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        v
+    };
+    if picked.is_empty() {
+        return usage();
+    }
+    if all {
+        println!("KTAP version 1");
+        println!("1..{}", picked.len());
+    }
+    let mut failed = 0;
+    for (n, s) in picked.iter().enumerate() {
+        match run(&ctx, s) {
+            Ok(d) => {
+                println!("# {}: {}", s.name, one_line(&d));
+                println!("ok {} {}", n + 1, s.name);
+            }
+            Err(g) => {
+                failed += 1;
+                println!("not ok {} {} # got {}", n + 1, s.name, one_line(&g));
+            }
+        }
+        if all {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    if all {
+        println!(
+            "# Totals: pass:{} fail:{}",
+            picked.len() - failed,
+            failed
+        );
+    }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,349 @@
+//! One TCP connection to the target: MPA exchange, FPDU transmission with
+//! the right stream offsets, and observation of what comes back (MPA Reply,
+//! FPDUs deframed by the wire core, TERMINATE, close).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use rsiw_wire::connect::{FrameKind, IrdOrd, MpaRr, RrParser};
+use rsiw_wire::error::{ProtocolError, TermCode};
+use rsiw_wire::mpa::MpaMode;
+use rsiw_wire::rdmap::{Body, Opcode, ReadRequest, SegmentHeader};
+use rsiw_wire::rx::{CrcVerdict, Deframer, RxConfig, RxSink};
+use rsiw_wire::term::TermHdr;
+use rsiw_wire::HostCrc32c;
+
+use crate::frames::{self, ReqSpec};
+
+/// How the connection ended (so far).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Still open when we stopped looking.
+    Open,
+    /// Orderly close (FIN) by the target.
+    Eof,
+    /// Reset by the target.
+    Reset,
+    /// Another socket error.
+    Error(String),
+}
+
+impl End {
+    pub fn closed(&self) -> bool {
+        matches!(self, End::Eof | End::Reset)
+    }
+}
+
+/// A received DDP segment.
+#[derive(Clone, Debug)]
+pub struct Seg {
+    pub hdr: SegmentHeader,
+    pub raw: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Seg {
+    /// The TERMINATE control word in RFC layout, if this is a TERMINATE.
+    pub fn term(&self) -> Option<TermHdr> {
+        match self.hdr.body {
+            Body::Terminate(t) => Some(t),
+            _ => None,
+        }
+    }
+    pub fn read_request(&self) -> Option<ReadRequest> {
+        match self.hdr.body {
+            Body::ReadRequest(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Sink {
+    segs: Vec<Seg>,
+    cur: Option<Seg>,
+}
+
+impl RxSink for Sink {
+    fn on_header(&mut self, h: &SegmentHeader, raw: &[u8], _l: u16) -> Result<(), ProtocolError> {
+        self.cur = Some(Seg {
+            hdr: *h,
+            raw: raw.to_vec(),
+            payload: Vec::new(),
+        });
+        Ok(())
+    }
+    fn on_payload(&mut self, _o: u32, d: &[u8]) -> Result<(), ProtocolError> {
+        if let Some(c) = self.cur.as_mut() {
+            c.payload.extend_from_slice(d);
+        }
+        Ok(())
+    }
+    fn on_fpdu_end(&mut self, _h: &SegmentHeader, _v: CrcVerdict) -> Result<(), ProtocolError> {
+        if let Some(c) = self.cur.take() {
+            self.segs.push(c);
+        }
+        Ok(())
+    }
+}
+
+/// What an MPA exchange produced.
+#[derive(Debug)]
+pub enum MpaOutcome {
+    /// A complete Reply.
+    Reply {
+        hdr: MpaRr,
+        #[allow(dead_code)]
+        ird_ord: Option<IrdOrd>,
+    },
+    /// Octets that do not parse as a Reply.
+    Invalid(String),
+    /// Nothing (the connection ended or the timeout expired first).
+    Nothing(End),
+}
+
+impl std::fmt::Display for MpaOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MpaOutcome::Reply { hdr, .. } => write!(
+                f,
+                "MPA Reply rev {} M={} C={} R={} PD_Length {}",
+                hdr.revision, hdr.markers as u8, hdr.crc as u8, hdr.reject as u8, hdr.pd_len
+            ),
+            MpaOutcome::Invalid(s) => write!(f, "invalid Reply: {s}"),
+            MpaOutcome::Nothing(e) => write!(f, "no Reply, connection {}", end_str(e)),
+        }
+    }
+}
+
+pub fn end_str(e: &End) -> String {
+    match e {
+        End::Open => "still open".into(),
+        End::Eof => "closed (FIN)".into(),
+        End::Reset => "reset (RST)".into(),
+        End::Error(s) => format!("error {s}"),
+    }
+}
+
+pub fn code_str(t: TermCode) -> String {
+    let name = ProtocolError::from_term_code(t).map_or("unregistered", |e| e.name());
+    format!(
+        "layer {} etype {} code {:#04x} ({name})",
+        t.layer, t.etype, t.code
+    )
+}
+
+pub struct Peer {
+    pub sock: TcpStream,
+    pub tx_mode: MpaMode,
+    pub tx_off: u32,
+    pub rx: Option<Deframer<HostCrc32c>>,
+    sink: Sink,
+    pub rx_error: Option<ProtocolError>,
+    pub end: End,
+    /// Octets received after the MPA Reply.
+    pub rx_bytes: usize,
+    /// MSN of our next Send (starts at 1).
+    pub send_msn: u32,
+}
+
+impl Peer {
+    pub fn connect(target: SocketAddr) -> Result<Self, String> {
+        let sock = TcpStream::connect_timeout(&target, Duration::from_secs(5))
+            .map_err(|e| format!("connect to {target}: {e}"))?;
+        sock.set_nodelay(true).ok();
+        Ok(Self {
+            sock,
+            tx_mode: MpaMode::default(),
+            tx_off: 0,
+            rx: None,
+            sink: Sink::default(),
+            rx_error: None,
+            end: End::Open,
+            rx_bytes: 0,
+            send_msn: 1,
+        })
+    }
+
+    pub fn send_raw(&mut self, b: &[u8]) -> Result<(), String> {
+        self.sock.write_all(b).map_err(|e| format!("send: {e}"))
+    }
+
+    /// Sends an MPA Request and waits up to `t` for the Reply (reading no
+    /// octet past it).
+    pub fn mpa(&mut self, req: &ReqSpec, t: Duration) -> Result<MpaOutcome, String> {
+        self.send_raw(&frames::mpa_request(req))?;
+        self.read_reply(t)
+    }
+
+    pub fn read_reply(&mut self, t: Duration) -> Result<MpaOutcome, String> {
+        let deadline = Instant::now() + t;
+        let mut p = RrParser::new(Some(FrameKind::Reply), 512);
+        let mut buf = [0u8; 532];
+        loop {
+            let want = p.wanted();
+            if want == 0 {
+                break;
+            }
+            match self.read_some(&mut buf[..want], deadline) {
+                Ok(0) => return Ok(MpaOutcome::Nothing(self.end.clone())),
+                Ok(n) => {
+                    if let Err(e) = p.push(&buf[..n]) {
+                        return Ok(MpaOutcome::Invalid(format!("{e:?}")));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let f = p.frame().ok_or("reply parser incomplete")?;
+        Ok(MpaOutcome::Reply {
+            hdr: f.hdr,
+            ird_ord: f.ird_ord,
+        })
+    }
+
+    /// Reads what is there; 0 with `self.end` set on close/timeout.
+    fn read_some(&mut self, buf: &mut [u8], deadline: Instant) -> Result<usize, String> {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                self.end = End::Open;
+                return Ok(0);
+            }
+            self.sock
+                .set_read_timeout(Some((deadline - now).max(Duration::from_millis(1))))
+                .ok();
+            match self.sock.read(buf) {
+                Ok(0) => {
+                    self.end = End::Eof;
+                    return Ok(0);
+                }
+                Ok(n) => return Ok(n),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    continue
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => {
+                    self.end = End::Reset;
+                    return Ok(0);
+                }
+                Err(e) => {
+                    self.end = End::Error(e.to_string());
+                    return Ok(0);
+                }
+            }
+        }
+    }
+
+    /// Full operation phase with these modes (our TX, our RX).
+    pub fn start_fpdus(&mut self, tx: MpaMode, rx: MpaMode) {
+        self.tx_mode = tx;
+        self.tx_off = 0;
+        self.rx = Some(Deframer::new(RxConfig::new(rx), HostCrc32c::new(), 0));
+    }
+
+    /// Frames and sends one FPDU at the current stream offset.
+    pub fn send_fpdu(&mut self, hdr: &[u8], payload: &[u8]) -> Result<(), String> {
+        let f = self.fpdu(hdr, payload);
+        self.send_raw(&f)
+    }
+
+    /// Frames one FPDU at the current stream offset and advances it.
+    pub fn fpdu(&mut self, hdr: &[u8], payload: &[u8]) -> Vec<u8> {
+        let f = frames::fpdu(self.tx_mode, self.tx_off, hdr, payload);
+        self.tx_off = self.tx_off.wrapping_add(f.len() as u32);
+        f
+    }
+
+    /// A valid Send with the next MSN.
+    pub fn next_send(&mut self, payload: &[u8]) -> Vec<u8> {
+        let h = frames::send_hdr(self.send_msn);
+        self.send_msn += 1;
+        self.fpdu(&h, payload)
+    }
+
+    pub fn segs(&self) -> &[Seg] {
+        &self.sink.segs
+    }
+
+    pub fn first_term(&self) -> Option<&Seg> {
+        self.sink
+            .segs
+            .iter()
+            .find(|s| s.hdr.opcode == Opcode::Terminate)
+    }
+
+    /// Reads and deframes until `stop` holds, the connection ends or `t`
+    /// expires. Returns whether `stop` held.
+    pub fn observe(&mut self, t: Duration, stop: impl Fn(&Peer) -> bool) -> bool {
+        let deadline = Instant::now() + t;
+        let mut buf = vec![0u8; 65536];
+        loop {
+            if stop(self) {
+                return true;
+            }
+            if self.end.closed() || matches!(self.end, End::Error(_)) {
+                return false;
+            }
+            let n = match self.read_some(&mut buf, deadline) {
+                Ok(n) => n,
+                Err(_) => return false,
+            };
+            if n == 0 {
+                return stop(self);
+            }
+            self.rx_bytes += n;
+            if self.rx_error.is_none() {
+                if let Some(d) = self.rx.as_mut() {
+                    if let Err(e) = d.push(&buf[..n], &mut self.sink) {
+                        self.rx_error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for the target to close the connection.
+    pub fn wait_close(&mut self, t: Duration) -> bool {
+        self.observe(t, |p| p.end.closed())
+    }
+
+    /// Resets the connection (SO_LINGER 0, close).
+    pub fn reset(self) {
+        use std::os::fd::AsRawFd;
+        let l = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a valid socket descriptor and a correctly sized option.
+        unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                &l as *const libc::linger as *const libc::c_void,
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            );
+        }
+        drop(self.sock);
+    }
+
+    /// A short account of everything received.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for s in &self.sink.segs {
+            match s.term() {
+                Some(t) => parts.push(format!("TERMINATE {}", code_str(t.code))),
+                None => parts.push(s.hdr.opcode.name().to_string()),
+            }
+        }
+        if let Some(e) = self.rx_error {
+            parts.push(format!("undecodable stream ({})", e.name()));
+        }
+        if parts.is_empty() {
+            parts.push("no FPDU".into());
+        }
+        format!("{}; connection {}", parts.join(", "), end_str(&self.end))
+    }
+}

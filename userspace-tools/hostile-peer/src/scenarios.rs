@@ -1,0 +1,479 @@
+//! The scenarios: each bends one thing and checks the target's answer
+//! against RFC 5044 (MPA), RFC 6581, RFC 5041 (DDP) and RFC 5040 (RDMAP),
+//! with the TERMINATE codes of the wire core's `ProtocolError` mapping.
+//!
+//! The target is an rdma_cm server on rsiw (`rping -s [-P]`): its first
+//! posted receive takes one 16 octet `rping_rdma_info` Send, after which
+//! it issues an RDMA Read Request to us (that gives us a valid STag).
+
+use std::net::{Shutdown, SocketAddr};
+use std::thread::sleep;
+use std::time::Duration;
+
+use rsiw_wire::connect::REP_KEY;
+use rsiw_wire::error::{DdpError, LlpError, ProtocolError, RdmapError, TermCode};
+use rsiw_wire::mpa::MpaMode;
+use rsiw_wire::rdmap::ReadRequest;
+use rsiw_wire::term::TermHdr;
+
+use crate::frames::{self, ReqSpec};
+use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
+
+pub struct Ctx {
+    pub target: SocketAddr,
+    /// How long to wait for an answer.
+    pub t: Duration,
+}
+
+/// Ok(details) when the outcome is what the RFCs prescribe, Err(got).
+pub type Outcome = Result<String, String>;
+
+pub struct Scenario {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub run: fn(&Ctx) -> Outcome,
+}
+
+macro_rules! sc {
+    ($n:ident, $w:expr) => {
+        Scenario {
+            name: stringify!($n),
+            what: $w,
+            run: $n,
+        }
+    };
+}
+
+pub const ALL: &[Scenario] = &[
+    sc!(baseline_send, "valid MPA + rping Send: expect an RDMA Read Request (sanity of the tool)"),
+    sc!(mpa_bad_key, "Request with a wrong key: expect close or reject, listener still accepts"),
+    sc!(mpa_bad_revision, "Request revision 3: expect close or reject, listener still accepts"),
+    sc!(mpa_reply_key, "a Reply frame instead of a Request: expect close or reject"),
+    sc!(mpa_pd_too_long, "PD_Length 513: expect close or reject"),
+    sc!(mpa_truncated, "10 octets of a Request, then FIN: expect close, no Reply"),
+    sc!(mpa_no_request, "no Request at all: no answer; after our close the listener still accepts"),
+    sc!(mpa_markers, "Request M=1: Reply, and the responder's FPDUs carry markers"),
+    sc!(mpa_crc_bad_frame, "Request C=1, Reply C=1, then a bad CRC: expect TERMINATE LLP/MPA CRC error"),
+    sc!(ulpdu_beyond_mulpdu, "a 9000 octet ULPDU (> MULPDU): expect TERMINATE LLP/MPA framing error"),
+    sc!(ddp_bad_version, "Send with DDP version 0: expect TERMINATE DDP untagged invalid version"),
+    sc!(rdmap_bad_version, "Send with RDMAP version 0: expect TERMINATE RDMAP invalid version"),
+    sc!(rdmap_unknown_opcode, "untagged opcode 0xf: expect TERMINATE RDMAP unexpected OpCode"),
+    sc!(ddp_invalid_qn, "Send on QN 5: expect TERMINATE DDP invalid QN"),
+    sc!(ddp_msn_range, "Send with MSN 1000: expect TERMINATE DDP MSN range"),
+    sc!(send_no_recv, "a second Send with no posted receive: expect TERMINATE DDP MSN no buffer"),
+    sc!(write_invalid_stag, "RDMA Write to an invalid STag: expect TERMINATE DDP tagged invalid STag"),
+    sc!(write_to_wrap, "RDMA Write to a valid STag with TO wrap: expect TERMINATE DDP tagged TO wrap"),
+    sc!(read_req_invalid_stag, "Read Request for an invalid source STag: expect TERMINATE RDMAP invalid STag"),
+    sc!(unsolicited_read_response, "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"),
+    sc!(peer_terminate, "we send a TERMINATE: expect the connection closed, no TERMINATE back"),
+    sc!(half_fpdu_rst, "half an FPDU, then RST: listener still accepts"),
+    sc!(silence_after_mpa, "silence after MPA: nothing unsolicited; listener still accepts after close"),
+    sc!(garbage_after_mpa, "4 KiB of random octets after MPA: expect the connection closed"),
+];
+
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    ALL.iter().find(|s| s.name == name)
+}
+
+fn tc(e: impl Into<ProtocolError>) -> TermCode {
+    e.into().term_code()
+}
+
+/// Connects, sends `req`, requires an accepting Reply and enters full
+/// operation (our TX markers per the Reply's M, our RX markers per ours).
+fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject => {
+            let crc = hdr.crc || req.crc;
+            p.start_fpdus(
+                MpaMode {
+                    markers: hdr.markers,
+                    crc,
+                },
+                MpaMode {
+                    markers: req.markers,
+                    crc,
+                },
+            );
+            Ok(p)
+        }
+        o => Err(format!("MPA exchange failed: {o}")),
+    }
+}
+
+fn good(ctx: &Ctx) -> Result<Peer, String> {
+    establish(ctx, &ReqSpec::default())
+}
+
+/// A fresh, valid connection gets an accepting Reply.
+fn listener_alive(ctx: &Ctx) -> Result<(), String> {
+    sleep(Duration::from_millis(300));
+    let p = good(ctx).map_err(|e| format!("listener no longer serves: {e}"))?;
+    drop(p);
+    sleep(Duration::from_millis(300));
+    Ok(())
+}
+
+fn rping_send(p: &mut Peer) -> Vec<u8> {
+    p.next_send(&frames::rping_info(0x10000, 0x00ab_cd00, 16))
+}
+
+/// Waits for the first TERMINATE and checks its code, then that the target
+/// closes the connection.
+fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode) -> Outcome {
+    p.observe(ctx.t, |p| p.first_term().is_some());
+    let Some(s) = p.first_term().cloned() else {
+        return Err(format!("no TERMINATE: {}", p.summary()));
+    };
+    let t = s.term().expect("terminate body");
+    if t.code != want {
+        let mut got = format!("TERMINATE {}", code_str(t.code));
+        let w: [u8; 4] = s.raw[18..22].try_into().expect("4 octets");
+        let le = TermHdr::decode_siw_le(w);
+        if le.code == want {
+            got += " (the expected code in siw's little endian layout)";
+        }
+        return Err(format!("{got}; {}", p.summary()));
+    }
+    let closed = p.wait_close(ctx.t);
+    if !closed {
+        return Err(format!(
+            "TERMINATE {} but connection {} {} s later",
+            code_str(t.code),
+            end_str(&p.end),
+            ctx.t.as_secs()
+        ));
+    }
+    Ok(format!("{}", p.summary()))
+}
+
+/// Sends one FPDU right after MPA and expects a TERMINATE.
+fn one_fpdu_term(ctx: &Ctx, hdr: Vec<u8>, payload: &[u8], want: TermCode) -> Outcome {
+    let mut p = good(ctx)?;
+    p.send_fpdu(&hdr, payload)?;
+    expect_term(ctx, &mut p, want)
+}
+
+/// An invalid Request: the responder must close (or reject), never accept
+/// nor leave the connection hanging; the listener keeps serving.
+fn expect_refused(ctx: &Ctx, req: &ReqSpec) -> Outcome {
+    let mut p = Peer::connect(ctx.target)?;
+    let o = p.mpa(req, ctx.t)?;
+    let d = match &o {
+        MpaOutcome::Nothing(e) if e.closed() => format!("closed without Reply ({})", end_str(e)),
+        MpaOutcome::Reply { hdr, .. } if hdr.reject => {
+            if !p.wait_close(ctx.t) {
+                return Err(format!("{o}, but connection {}", end_str(&p.end)));
+            }
+            format!("{o}, then closed")
+        }
+        MpaOutcome::Nothing(End::Open) => {
+            return Err(format!(
+                "no Reply and connection still open after {} s",
+                ctx.t.as_secs()
+            ))
+        }
+        _ => return Err(o.to_string()),
+    };
+    drop(p);
+    listener_alive(ctx)?;
+    Ok(d)
+}
+
+fn baseline_send(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let f = rping_send(&mut p);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    match p.segs().iter().find_map(|s| s.read_request()) {
+        Some(rr) if rr.src_stag == 0x00ab_cd00 && rr.size == 16 && rr.src_to == 0x10000 => {
+            Ok(format!("Read Request sink STag {:#x}", rr.sink_stag))
+        }
+        Some(rr) => Err(format!("unexpected Read Request {rr:?}")),
+        None => Err(p.summary()),
+    }
+}
+
+fn mpa_bad_key(ctx: &Ctx) -> Outcome {
+    expect_refused(
+        ctx,
+        &ReqSpec {
+            key: *b"MPA ID Bad Frame",
+            ..ReqSpec::default()
+        },
+    )
+}
+
+fn mpa_bad_revision(ctx: &Ctx) -> Outcome {
+    expect_refused(
+        ctx,
+        &ReqSpec {
+            revision: 3,
+            ..ReqSpec::default()
+        },
+    )
+}
+
+fn mpa_reply_key(ctx: &Ctx) -> Outcome {
+    expect_refused(
+        ctx,
+        &ReqSpec {
+            key: REP_KEY,
+            ..ReqSpec::default()
+        },
+    )
+}
+
+fn mpa_pd_too_long(ctx: &Ctx) -> Outcome {
+    expect_refused(
+        ctx,
+        &ReqSpec {
+            pdata: vec![0x42; 509],
+            ..ReqSpec::default()
+        },
+    )
+}
+
+fn mpa_truncated(ctx: &Ctx) -> Outcome {
+    let mut p = Peer::connect(ctx.target)?;
+    let req = frames::mpa_request(&ReqSpec::default());
+    p.send_raw(&req[..10])?;
+    sleep(Duration::from_millis(200));
+    p.sock.shutdown(Shutdown::Write).ok();
+    let o = p.read_reply(ctx.t)?;
+    match o {
+        MpaOutcome::Nothing(ref e) if e.closed() => {}
+        o => return Err(o.to_string()),
+    }
+    drop(p);
+    listener_alive(ctx)?;
+    Ok("closed without Reply".into())
+}
+
+fn mpa_no_request(ctx: &Ctx) -> Outcome {
+    let mut p = Peer::connect(ctx.target)?;
+    let o = p.read_reply(ctx.t)?;
+    let d = match o {
+        MpaOutcome::Nothing(End::Open) => format!("silent for {} s", ctx.t.as_secs()),
+        MpaOutcome::Nothing(ref e) if e.closed() => format!("target timed out first: {}", end_str(e)),
+        o => return Err(format!("unprompted {o}")),
+    };
+    drop(p);
+    listener_alive(ctx)?;
+    Ok(d)
+}
+
+fn mpa_markers(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        markers: true,
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    let (rm, crc) = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if hdr.reject => {
+            return Ok("markers refused with a reject Reply".into())
+        }
+        MpaOutcome::Reply { hdr, .. } => (hdr.markers, hdr.crc),
+        o => return Err(o.to_string()),
+    };
+    // RFC 5044: M in our Request = markers on our receive path;
+    // M in the Reply = markers on the responder's receive path.
+    p.start_fpdus(MpaMode { markers: rm, crc }, MpaMode { markers: true, crc });
+    let f = rping_send(&mut p);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| {
+        p.segs().iter().any(|s| s.read_request().is_some() || s.term().is_some())
+    });
+    if p.segs().iter().any(|s| s.read_request().is_some()) {
+        return Ok(format!("Reply M={}, Read Request received with markers", rm as u8));
+    }
+    let mut got = format!("Reply M={}; {}", rm as u8, p.summary());
+    if p.rx_error.is_some() {
+        got += " (responder's FPDUs lack valid markers)";
+    }
+    Err(got)
+}
+
+fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        crc: true,
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject && hdr.crc => {}
+        o => return Err(format!("expected a Reply with C=1, got {o}")),
+    }
+    let crc = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    p.start_fpdus(crc, crc);
+    let mut f = rping_send(&mut p);
+    frames::corrupt_crc(&mut f);
+    p.send_raw(&f)?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(LlpError::CrcMismatch {
+            computed: 0,
+            received: 0,
+        }),
+    )
+}
+
+fn ulpdu_beyond_mulpdu(ctx: &Ctx) -> Outcome {
+    let h = frames::send_hdr(1);
+    let payload = vec![0x33u8; 9000 - h.len()];
+    one_fpdu_term(
+        ctx,
+        h,
+        &payload,
+        tc(LlpError::Framing(
+            rsiw_wire::error::FramingFault::UlpduTooLong { len: 0, max: 0 },
+        )),
+    )
+}
+
+fn ddp_bad_version(ctx: &Ctx) -> Outcome {
+    let mut h = frames::send_hdr(1);
+    frames::set_ddp_version(&mut h, 0);
+    one_fpdu_term(ctx, h, &[0; 16], tc(DdpError::UntaggedInvalidVersion))
+}
+
+fn rdmap_bad_version(ctx: &Ctx) -> Outcome {
+    let mut h = frames::send_hdr(1);
+    frames::set_rdmap_version(&mut h, 0);
+    one_fpdu_term(ctx, h, &[0; 16], tc(RdmapError::InvalidVersion))
+}
+
+fn rdmap_unknown_opcode(ctx: &Ctx) -> Outcome {
+    let mut h = frames::send_hdr(1);
+    frames::set_opcode(&mut h, 0xf);
+    one_fpdu_term(ctx, h, &[0; 16], tc(RdmapError::UnexpectedOpcode))
+}
+
+fn ddp_invalid_qn(ctx: &Ctx) -> Outcome {
+    let mut h = frames::send_hdr(1);
+    frames::set_qn(&mut h, 5);
+    one_fpdu_term(ctx, h, &[0; 16], tc(DdpError::UntaggedInvalidQn))
+}
+
+fn ddp_msn_range(ctx: &Ctx) -> Outcome {
+    one_fpdu_term(
+        ctx,
+        frames::send_hdr(1000),
+        &frames::rping_info(0x10000, 0x00ab_cd00, 16),
+        tc(DdpError::UntaggedMsnRange),
+    )
+}
+
+fn send_no_recv(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let mut f = rping_send(&mut p);
+    f.extend(rping_send(&mut p));
+    p.send_raw(&f)?;
+    expect_term(ctx, &mut p, tc(DdpError::UntaggedMsnNoBuffer))
+}
+
+fn write_invalid_stag(ctx: &Ctx) -> Outcome {
+    one_fpdu_term(
+        ctx,
+        frames::write_hdr(0xdead_be00, 0),
+        &[0x55; 64],
+        tc(DdpError::TaggedInvalidStag),
+    )
+}
+
+fn write_to_wrap(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let f = rping_send(&mut p);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
+        return Err(format!("no Read Request to learn a valid STag: {}", p.summary()));
+    };
+    p.send_fpdu(&frames::write_hdr(rr.sink_stag, u64::MAX - 7), &[0x66; 64])?;
+    expect_term(ctx, &mut p, tc(DdpError::TaggedToWrap))
+}
+
+fn read_req_invalid_stag(ctx: &Ctx) -> Outcome {
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1100,
+        sink_to: 0,
+        size: 64,
+        src_stag: 0xdead_be00,
+        src_to: 0,
+    };
+    one_fpdu_term(
+        ctx,
+        frames::read_request_hdr(1, rr),
+        &[],
+        tc(RdmapError::InvalidStag),
+    )
+}
+
+fn unsolicited_read_response(ctx: &Ctx) -> Outcome {
+    one_fpdu_term(
+        ctx,
+        frames::read_response_hdr(0x0000_1200, 0),
+        &[0x77; 16],
+        tc(RdmapError::UnexpectedOpcode),
+    )
+}
+
+fn peer_terminate(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let t = TermHdr::from_error(RdmapError::CatastrophicGlobal.into());
+    p.send_fpdu(&frames::terminate_hdr(t), &[])?;
+    let closed = p.wait_close(ctx.t);
+    if p.first_term().is_some() {
+        return Err(format!("answered a TERMINATE with a TERMINATE: {}", p.summary()));
+    }
+    if !closed {
+        return Err(format!("not closed within {} s: {}", ctx.t.as_secs(), p.summary()));
+    }
+    Ok(p.summary())
+}
+
+fn half_fpdu_rst(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let f = p.next_send(&[0x44; 200]);
+    p.send_raw(&f[..f.len() / 2])?;
+    sleep(Duration::from_millis(300));
+    p.reset();
+    listener_alive(ctx)?;
+    Ok("listener still accepts".into())
+}
+
+fn silence_after_mpa(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    p.observe(ctx.t, |_| false);
+    if p.rx_bytes > 0 || p.end != End::Open {
+        return Err(format!("unprompted: {}", p.summary()));
+    }
+    drop(p);
+    listener_alive(ctx)?;
+    Ok(format!("silent for {} s, listener still accepts", ctx.t.as_secs()))
+}
+
+fn garbage_after_mpa(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let g = frames::garbage(0x7e57_c0de, 4096);
+    // The target may close while we write: a send error is fine.
+    let _ = p.send_raw(&g);
+    if !p.wait_close(ctx.t) {
+        return Err(format!("not closed within {} s: {}", ctx.t.as_secs(), p.summary()));
+    }
+    let d = p.summary();
+    if let Some(s) = p.first_term() {
+        let t = s.term().expect("terminate");
+        if ProtocolError::from_term_code(t.code).is_none() {
+            return Err(format!("TERMINATE with unregistered code: {}", p.summary()));
+        }
+    }
+    drop(p);
+    listener_alive(ctx)?;
+    Ok(d)
+}
