@@ -101,15 +101,26 @@ rstream_run() {
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 22
+ktap_set_plan 24
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
+
+rping_v6() {
+	in_a ip -6 addr add fd00:198:18::1/64 dev va nodad 2>/dev/null
+	in_b ip -6 addr add fd00:198:18::2/64 dev vb nodad 2>/dev/null
+	PORT=7500
+	serve rping -s -a fd00:198:18::2 -p $PORT -C 10 -S 2000
+	in_a timeout 20 rping -c -a fd00:198:18::2 -p $PORT -C 10 -S 2000 -V >/dev/null || return 1
+	finish
+}
 
 check "rsiw client -> siw server: rping -V 50 x 16 KB" eval 'pair rsiw siw && rping_v'
 for t in ib_write_bw ib_send_bw ib_read_bw; do
 	check "rsiw client -> siw server: $t 64 KiB" perf $t
 done
 check "rsiw client -> siw server: ib_write_lat 64 B" lat ib_write_lat
+
+check "rsiw client -> siw server over IPv6: rping -V" rping_v6
 
 check "siw client -> rsiw server: rping -V 50 x 16 KB" eval 'pair siw rsiw && rping_v'
 for t in ib_write_bw ib_send_bw ib_read_bw; do
@@ -118,6 +129,7 @@ done
 check "siw client -> rsiw server: ib_read_lat 64 B" lat ib_read_lat
 
 check "rsiw <-> rsiw: rping -V 50 x 16 KB" eval 'pair rsiw rsiw && rping_v'
+check "rsiw <-> rsiw over IPv6: rping -V" rping_v6
 check "rsiw <-> rsiw: ib_write_bw -a up to 8 MiB" perf_all ib_write_bw
 check "rsiw <-> rsiw: ib_read_bw -a up to 8 MiB" perf_all ib_read_bw
 check "rsiw <-> rsiw: ib_send_bw 64 KiB" perf ib_send_bw
