@@ -14,7 +14,7 @@ use rsiw_wire::connect::REP_KEY;
 use rsiw_wire::error::{DdpError, LlpError, ProtocolError, RdmapError, TermCode};
 use rsiw_wire::mpa::MpaMode;
 use rsiw_wire::rdmap::ReadRequest;
-use rsiw_wire::term::TermHdr;
+use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
@@ -46,15 +46,18 @@ macro_rules! sc {
 
 pub const ALL: &[Scenario] = &[
     sc!(baseline_send, "valid MPA + rping Send: expect an RDMA Read Request (sanity of the tool)"),
+    sc!(mpa_rev1, "valid revision 1 Request (no IRD/ORD): expect a revision 1 Reply and a working Send"),
     sc!(mpa_bad_key, "Request with a wrong key: expect close or reject, listener still accepts"),
     sc!(mpa_bad_revision, "Request revision 3: expect close or reject, listener still accepts"),
     sc!(mpa_reply_key, "a Reply frame instead of a Request: expect close or reject"),
     sc!(mpa_pd_too_long, "PD_Length 513: expect close or reject"),
+    sc!(mpa_enhanced_short, "revision 2 enhanced flag with PD_Length 2 (< IRD/ORD): expect close or reject"),
     sc!(mpa_truncated, "10 octets of a Request, then FIN: expect close, no Reply"),
     sc!(mpa_no_request, "no Request at all: no answer; after our close the listener still accepts"),
     sc!(mpa_markers, "Request M=1: Reply, and the responder's FPDUs carry markers"),
     sc!(mpa_crc_bad_frame, "Request C=1, Reply C=1, then a bad CRC: expect TERMINATE LLP/MPA CRC error"),
     sc!(ulpdu_beyond_mulpdu, "a 9000 octet ULPDU (> MULPDU): expect TERMINATE LLP/MPA framing error"),
+    sc!(ulpdu_too_short, "ULPDU_Length 10 (< Send header): expect TERMINATE LLP/MPA framing error"),
     sc!(ddp_bad_version, "Send with DDP version 0: expect TERMINATE DDP untagged invalid version"),
     sc!(rdmap_bad_version, "Send with RDMAP version 0: expect TERMINATE RDMAP invalid version"),
     sc!(rdmap_unknown_opcode, "untagged opcode 0xf: expect TERMINATE RDMAP unexpected OpCode"),
@@ -63,6 +66,7 @@ pub const ALL: &[Scenario] = &[
     sc!(send_no_recv, "a second Send with no posted receive: expect TERMINATE DDP MSN no buffer"),
     sc!(write_invalid_stag, "RDMA Write to an invalid STag: expect TERMINATE DDP tagged invalid STag"),
     sc!(write_to_wrap, "RDMA Write to a valid STag with TO wrap: expect TERMINATE DDP tagged TO wrap"),
+    sc!(write_base_bounds, "RDMA Write past the end of a valid STag's buffer: expect TERMINATE DDP tagged base/bounds"),
     sc!(read_req_invalid_stag, "Read Request for an invalid source STag: expect TERMINATE RDMAP invalid STag"),
     sc!(unsolicited_read_response, "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"),
     sc!(peer_terminate, "we send a TERMINATE: expect the connection closed, no TERMINATE back"),
@@ -119,40 +123,94 @@ fn rping_send(p: &mut Peer) -> Vec<u8> {
     p.next_send(&frames::rping_info(0x10000, 0x00ab_cd00, 16))
 }
 
-/// Waits for the first TERMINATE and checks its code, then that the target
-/// closes the connection.
-fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode) -> Outcome {
+/// The offending segment as we sent it: its DDP/RDMAP header and its DDP
+/// Segment Length (= ULPDU_Length).
+type Sent<'a> = Option<(&'a [u8], u16)>;
+
+/// Waits for the first TERMINATE and checks it (RFC 5040 section 4.8): the
+/// code, the HdrCt bits of the wire core's mapping, the DDP Segment Length
+/// and the copied headers, exactly one TERMINATE, then the close.
+fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outcome {
     p.observe(ctx.t, |p| p.first_term().is_some());
     let Some(s) = p.first_term().cloned() else {
         return Err(format!("no TERMINATE: {}", p.summary()));
     };
+    let closed = p.wait_close(ctx.t);
     let t = s.term().expect("terminate body");
+    let mut bad = Vec::new();
     if t.code != want {
         let mut got = format!("TERMINATE {}", code_str(t.code));
         let w: [u8; 4] = s.raw[18..22].try_into().expect("4 octets");
-        let le = TermHdr::decode_siw_le(w);
-        if le.code == want {
+        if TermHdr::decode_siw_le(w).code == want {
             got += " (the expected code in siw's little endian layout)";
         }
-        return Err(format!("{got}; {}", p.summary()));
+        bad.push(got);
+    } else if let Some(e) = ProtocolError::from_term_code(want) {
+        let hc = e.hdr_ct();
+        let h = t.hdrct;
+        if (h.m, h.d, h.r) != (hc.m, hc.d, hc.r) {
+            bad.push(format!(
+                "HdrCt M{}D{}R{}, expected M{}D{}R{}",
+                h.m as u8, h.d as u8, h.r as u8, hc.m as u8, hc.d as u8, hc.r as u8
+            ));
+        } else if let Some((hdr, seg_len)) = sent {
+            match parse_term_copy(&t, &s.payload) {
+                Err(_) => bad.push(format!(
+                    "TERMINATE too short for its HdrCt ({} octets copied)",
+                    s.payload.len()
+                )),
+                Ok(None) => {}
+                Ok(Some(c)) => {
+                    if h.m && c.ddp_seg_len != seg_len {
+                        bad.push(format!(
+                            "DDP Segment Length {} in TERMINATE, segment had {seg_len}",
+                            c.ddp_seg_len
+                        ));
+                    }
+                    let mut copied = c.ddp_hdr.to_vec();
+                    copied.extend_from_slice(c.rdmap_hdr);
+                    if h.d && !hdr.starts_with(&copied) {
+                        bad.push(format!(
+                            "copied header {} is not the offending one {}",
+                            hex(&copied),
+                            hex(hdr)
+                        ));
+                    }
+                }
+            }
+        }
     }
-    let closed = p.wait_close(ctx.t);
+    if let Some(e) = p.rx_error {
+        bad.push(format!("the target's FPDUs do not decode ({})", e.name()));
+    }
+    let n = p.segs().iter().filter(|s| s.term().is_some()).count();
+    if n > 1 {
+        bad.push(format!("{n} TERMINATEs for one error"));
+    }
     if !closed {
-        return Err(format!(
-            "TERMINATE {} but connection {} {} s later",
-            code_str(t.code),
+        bad.push(format!(
+            "connection {} {} s after the TERMINATE",
             end_str(&p.end),
             ctx.t.as_secs()
         ));
     }
-    Ok(format!("{}", p.summary()))
+    if bad.is_empty() {
+        Ok(p.summary())
+    } else {
+        Err(format!("{} [{}]", bad.join("; "), p.summary()))
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Sends one FPDU right after MPA and expects a TERMINATE.
 fn one_fpdu_term(ctx: &Ctx, hdr: Vec<u8>, payload: &[u8], want: TermCode) -> Outcome {
     let mut p = good(ctx)?;
     p.send_fpdu(&hdr, payload)?;
-    expect_term(ctx, &mut p, want)
+    let len = (hdr.len() + payload.len()) as u16;
+    expect_term(ctx, &mut p, want, Some((&hdr, len)))
 }
 
 /// An invalid Request: the responder must close (or reject), never accept
@@ -193,6 +251,55 @@ fn baseline_send(ctx: &Ctx) -> Outcome {
         Some(rr) => Err(format!("unexpected Read Request {rr:?}")),
         None => Err(p.summary()),
     }
+}
+
+fn mpa_rev1(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        revision: 1,
+        ird_ord: None,
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject && hdr.revision == 1 && !hdr.enhanced => {}
+        o => return Err(format!("expected an accepting revision 1 Reply, got {o}")),
+    }
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    let f = rping_send(&mut p);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    if p.segs().iter().any(|s| s.read_request().is_some()) {
+        Ok("revision 1 Reply, Read Request received".into())
+    } else {
+        Err(p.summary())
+    }
+}
+
+fn mpa_enhanced_short(ctx: &Ctx) -> Outcome {
+    // Enhanced (IRD/ORD) flag with only 2 octets of private data.
+    let mut b = frames::mpa_request(&ReqSpec {
+        ird_ord: None,
+        pdata: vec![0, 0x10],
+        ..ReqSpec::default()
+    });
+    b[16] |= 0x10;
+    let mut p = Peer::connect(ctx.target)?;
+    p.send_raw(&b)?;
+    let o = p.read_reply(ctx.t)?;
+    match &o {
+        MpaOutcome::Nothing(e) if e.closed() => {}
+        MpaOutcome::Reply { hdr, .. } if hdr.reject => {}
+        MpaOutcome::Nothing(End::Open) => {
+            return Err(format!(
+                "no Reply and connection still open after {} s",
+                ctx.t.as_secs()
+            ))
+        }
+        _ => return Err(o.to_string()),
+    }
+    drop(p);
+    listener_alive(ctx)?;
+    Ok(o.to_string())
 }
 
 fn mpa_bad_key(ctx: &Ctx) -> Outcome {
@@ -288,6 +395,7 @@ fn mpa_markers(ctx: &Ctx) -> Outcome {
     if p.segs().iter().any(|s| s.read_request().is_some()) {
         return Ok(format!("Reply M={}, Read Request received with markers", rm as u8));
     }
+    p.wait_close(ctx.t);
     let mut got = format!("Reply M={}; {}", rm as u8, p.summary());
     if p.rx_error.is_some() {
         got += " (responder's FPDUs lack valid markers)";
@@ -320,6 +428,7 @@ fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
             computed: 0,
             received: 0,
         }),
+        None,
     )
 }
 
@@ -333,6 +442,25 @@ fn ulpdu_beyond_mulpdu(ctx: &Ctx) -> Outcome {
         tc(LlpError::Framing(
             rsiw_wire::error::FramingFault::UlpduTooLong { len: 0, max: 0 },
         )),
+    )
+}
+
+fn ulpdu_too_short(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    // ULPDU_Length 10 covering the first 10 octets of a Send header (no
+    // PAD needed), zero CRC.
+    let h = frames::send_hdr(1);
+    let mut f = vec![0, 10];
+    f.extend_from_slice(&h[..10]);
+    f.extend_from_slice(&[0; 4]);
+    p.send_raw(&f)?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(LlpError::Framing(
+            rsiw_wire::error::FramingFault::UlpduTooShort { len: 10 },
+        )),
+        None,
     )
 }
 
@@ -374,7 +502,13 @@ fn send_no_recv(ctx: &Ctx) -> Outcome {
     let mut f = rping_send(&mut p);
     f.extend(rping_send(&mut p));
     p.send_raw(&f)?;
-    expect_term(ctx, &mut p, tc(DdpError::UntaggedMsnNoBuffer))
+    let second = frames::send_hdr(2);
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::UntaggedMsnNoBuffer),
+        Some((&second, (second.len() + 16) as u16)),
+    )
 }
 
 fn write_invalid_stag(ctx: &Ctx) -> Outcome {
@@ -386,6 +520,25 @@ fn write_invalid_stag(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// A connection on which rping issued its Read Request (a valid STag).
+fn with_valid_stag(ctx: &Ctx) -> Result<(Peer, ReadRequest), String> {
+    let mut p = good(ctx)?;
+    let f = rping_send(&mut p);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    match p.segs().iter().find_map(|s| s.read_request()) {
+        Some(rr) => Ok((p, rr)),
+        None => Err(format!("no Read Request to learn a valid STag: {}", p.summary())),
+    }
+}
+
+fn write_base_bounds(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_valid_stag(ctx)?;
+    let h = frames::write_hdr(rr.sink_stag, rr.sink_to.wrapping_add(1 << 20));
+    p.send_fpdu(&h, &[0x66; 64])?;
+    expect_term(ctx, &mut p, tc(DdpError::TaggedBaseBounds), Some((&h, 14 + 64)))
+}
+
 fn write_to_wrap(ctx: &Ctx) -> Outcome {
     let mut p = good(ctx)?;
     let f = rping_send(&mut p);
@@ -394,8 +547,9 @@ fn write_to_wrap(ctx: &Ctx) -> Outcome {
     let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
         return Err(format!("no Read Request to learn a valid STag: {}", p.summary()));
     };
-    p.send_fpdu(&frames::write_hdr(rr.sink_stag, u64::MAX - 7), &[0x66; 64])?;
-    expect_term(ctx, &mut p, tc(DdpError::TaggedToWrap))
+    let h = frames::write_hdr(rr.sink_stag, u64::MAX - 7);
+    p.send_fpdu(&h, &[0x66; 64])?;
+    expect_term(ctx, &mut p, tc(DdpError::TaggedToWrap), Some((&h, 14 + 64)))
 }
 
 fn read_req_invalid_stag(ctx: &Ctx) -> Outcome {
