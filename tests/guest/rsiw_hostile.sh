@@ -21,6 +21,9 @@ PORT=7190
 # ulpdu_beyond_mulpdu: rsiw does not enforce MULPDU on receive.
 HOSTILE_KNOWN=${HOSTILE_KNOWN-mpa_markers ddp_invalid_qn ulpdu_beyond_mulpdu}
 HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-5}
+# e.g. "mpa_crc_required=1 mpa_markers=1" (then siw, which has no markers,
+# cannot pass the final rping)
+HOSTILE_MODPARAMS=${HOSTILE_MODPARAMS-}
 
 ktap_print_header
 if [ ! -x "$HP" ]; then
@@ -60,7 +63,7 @@ scenario() { # NAME
 known() { [[ " $HOSTILE_KNOWN " == *" $1 "* ]] && [ -z "${HOSTILE_STRICT:-}" ]; }
 
 check "setup: topology, rsiw0 in ns B, siw0 in ns A" eval \
-	'topo_up && load_rsiw && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va'
+	'topo_up && load_rsiw $HOSTILE_MODPARAMS && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va'
 
 for s in "${SCEN[@]}"; do
 	if known "$s"; then

@@ -260,11 +260,13 @@ fn mpa_rev1(ctx: &Ctx) -> Outcome {
         ..ReqSpec::default()
     };
     let mut p = Peer::connect(ctx.target)?;
-    match p.mpa(&req, ctx.t)? {
-        MpaOutcome::Reply { hdr, .. } if !hdr.reject && hdr.revision == 1 && !hdr.enhanced => {}
+    let (m, crc) = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject && hdr.revision == 1 && !hdr.enhanced => {
+            (hdr.markers, hdr.crc)
+        }
         o => return Err(format!("expected an accepting revision 1 Reply, got {o}")),
-    }
-    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    };
+    p.start_fpdus(MpaMode { markers: m, crc }, MpaMode { markers: false, crc });
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
     p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
@@ -409,15 +411,20 @@ fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
         ..ReqSpec::default()
     };
     let mut p = Peer::connect(ctx.target)?;
-    match p.mpa(&req, ctx.t)? {
-        MpaOutcome::Reply { hdr, .. } if !hdr.reject && hdr.crc => {}
+    let m = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject && hdr.crc => hdr.markers,
         o => return Err(format!("expected a Reply with C=1, got {o}")),
-    }
-    let crc = MpaMode {
-        markers: false,
-        crc: true,
     };
-    p.start_fpdus(crc, crc);
+    p.start_fpdus(
+        MpaMode {
+            markers: m,
+            crc: true,
+        },
+        MpaMode {
+            markers: false,
+            crc: true,
+        },
+    );
     let mut f = rping_send(&mut p);
     frames::corrupt_crc(&mut f);
     p.send_raw(&f)?;
