@@ -564,8 +564,12 @@ impl Qp {
                 return Err(EINVAL);
             }
             return match self.state() {
+                // The doorbell is a system call: transmit right here, as
+                // siw does, instead of waking the workqueue (a scheduling
+                // round trip per message costs latency). The work item
+                // takes over when TCP is full.
                 QpState::Rts => {
-                    crate::qp_tx::kick(self);
+                    crate::qp_tx::run(self);
                     Ok(())
                 }
                 // Unlike siw, work posted to a QP in error completes with a

@@ -320,7 +320,7 @@ int rsiw_sock_recv(struct socket *s, void *buf, size_t len)
 
 struct workqueue_struct *rsiw_alloc_wq(void)
 {
-	return alloc_workqueue("rsiw", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	return alloc_workqueue("rsiw", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
 }
 
 u32 rsiw_sock_mss(struct socket *s)
