@@ -41,7 +41,7 @@ serve() {
 		in_b ss -ltn | grep -q ":$PORT " && return 0
 		sleep 0.1
 	done
-	echo "server did not listen"
+	echo "# server did not listen"
 	return 1
 }
 unserve() {

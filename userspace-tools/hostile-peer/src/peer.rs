@@ -127,7 +127,11 @@ pub fn end_str(e: &End) -> String {
 }
 
 pub fn code_str(t: TermCode) -> String {
-    let name = ProtocolError::from_term_code(t).map_or("unregistered", |e| e.name());
+    let name = if (t.layer, t.etype, t.code) == (2, 0, 3) {
+        "MPA: FPDU framing error (marker or ULPDU_Length)"
+    } else {
+        ProtocolError::from_term_code(t).map_or("unregistered", |e| e.name())
+    };
     format!(
         "layer {} etype {} code {:#04x} ({name})",
         t.layer, t.etype, t.code
