@@ -15,7 +15,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check host-test guest-test clippy fmt clean bench
+.PHONY: all module kernel demo check hostile host-test guest-test clippy fmt clean bench
 
 all: module
 
@@ -35,6 +35,10 @@ demo: module
 
 check:
 	@$(ROOT)/tests/run-all
+
+hostile: module
+	@cargo build -q --release -p hostile-peer
+	@$(ROOT)/qemu-images/run -t 1200 "$(ROOT)/tests/guest/run_tests.sh rsiw_hostile.sh"
 
 fmt:
 	@rustfmt --edition 2021 $(ROOT)/rust/rsiw_main.rs

@@ -192,7 +192,21 @@ impl Cep {
                     self.close(true);
                 }
             }
-            Phase::AwaitAccept | Phase::Closed => {}
+            Phase::AwaitAccept => {
+                // The peer gave up before the CM answered: drop the socket;
+                // a later accept or reject finds the endpoint closed.
+                let gone = match st.sock.as_ref() {
+                    Some(s) => matches!(s.state(), TcpState::Closed | TcpState::CloseWait),
+                    None => true,
+                };
+                if gone {
+                    st.phase = Phase::Closed;
+                    if let Some(s) = st.sock.take() {
+                        s.detach();
+                    }
+                }
+            }
+            Phase::Closed => {}
         }
     }
 
@@ -276,7 +290,12 @@ impl Cep {
             ird: ord.min(255) as u8,
             ord: ird.min(255) as u8,
         };
-        listener.id.event(&ev, Some(self.clone()))
+        let r = listener.id.event(&ev, Some(self.clone()));
+        // The CM made its own id for this connection; holding the
+        // listener (and its id) any longer would block the listener's
+        // destruction while the request waits for accept or reject.
+        st.listener = None;
+        r
     }
 
     /// Initiator: the MPA Reply arrived.
