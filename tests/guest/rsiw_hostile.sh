@@ -35,7 +35,8 @@ ktap_set_plan $((${#SCEN[@]} + 3))
 
 # serve: a persistent rping server on rsiw0 in ns B; waits until it listens.
 serve() {
-	in_b timeout 120 rping -s -P -a "$IP_B" -p "$PORT" >/tmp/hostile-server.out 2>&1 &
+	# not via the in_b function: $! must be the process that gets the signal
+	ip netns exec "$NS_B" timeout 120 rping -s -P -a "$IP_B" -p "$PORT" >/tmp/hostile-server.out 2>&1 &
 	SERVER=$!
 	for _ in $(seq 50); do
 		in_b ss -ltn | grep -q ":$PORT " && return 0
