@@ -443,20 +443,7 @@ impl Qp {
     /// Completes a send queue element into the send CQ (when signalled or
     /// failed) and gives the slot back.
     pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: u16) -> Result {
-        let r = if sqe.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
-            let c = Cqe {
-                id: sqe.id,
-                flags: 0,
-                opcode: sqe.opcode,
-                status,
-                bytes,
-                imm_or_inval: 0,
-                qp: self.cqe_qp(),
-            };
-            self.scq.push(&c, sqe.flags)
-        } else {
-            Ok(())
-        };
+        let r = self.complete_sqe_copy(sqe, bytes, status);
         self.sq.set_flags(i, 0);
         r
     }
