@@ -351,60 +351,37 @@ impl<E: Element> Ring<E> {
     }
 }
 
-/// Rings whose elements start with a 64-bit id followed by 16-bit flags.
-pub type WorkRing<E> = Ring<E>;
+/// Atomic access to the `flags` field of the elements of a ring: the field
+/// that passes ownership between producer and consumer.
+macro_rules! flag_accessors {
+    ($elem:ty, $atomic:ty, $int:ty) => {
+        impl Ring<$elem> {
+            fn flags_ref(&self, i: u32) -> &$atomic {
+                // SAFETY: `flags` of a live slot, naturally aligned (the
+                // ring is page aligned, elements are multiples of 8), only
+                // ever accessed atomically by the kernel; it lives as long
+                // as `self.mem`.
+                unsafe { <$atomic>::from_ptr(ptr::addr_of_mut!((*self.slot(i)).flags)) }
+            }
 
-impl Ring<Sqe> {
-    fn flags_ref(&self, i: u32) -> &AtomicU16 {
-        // SAFETY: `flags` of a live slot, 2-aligned, only ever accessed
-        // atomically by the kernel; it lives as long as `self.mem`.
-        unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!((*self.slot(i)).flags)) }
-    }
+            /// Flags of element `i` (acquire: the contents are visible).
+            pub fn flags(&self, i: u32) -> $int {
+                self.flags_ref(i).load(Ordering::Acquire)
+            }
 
-    /// Flags of element `i` (acquire: the element's contents are visible).
-    pub fn flags(&self, i: u32) -> u16 {
-        self.flags_ref(i).load(Ordering::Acquire)
-    }
-
-    /// Sets the flags of element `i` (release: publishes the contents).
-    pub fn set_flags(&self, i: u32, f: u16) {
-        self.flags_ref(i).store(f, Ordering::Release)
-    }
+            /// Sets the flags of element `i` (release: publishes them).
+            pub fn set_flags(&self, i: u32, f: $int) {
+                self.flags_ref(i).store(f, Ordering::Release)
+            }
+        }
+    };
 }
 
-impl Ring<Rqe> {
-    fn flags_ref(&self, i: u32) -> &AtomicU16 {
-        // SAFETY: as for `Ring<Sqe>`.
-        unsafe { AtomicU16::from_ptr(ptr::addr_of_mut!((*self.slot(i)).flags)) }
-    }
-
-    /// Flags of element `i` (acquire).
-    pub fn flags(&self, i: u32) -> u16 {
-        self.flags_ref(i).load(Ordering::Acquire)
-    }
-
-    /// Sets the flags of element `i` (release).
-    pub fn set_flags(&self, i: u32, f: u16) {
-        self.flags_ref(i).store(f, Ordering::Release)
-    }
-}
+flag_accessors!(Sqe, AtomicU16, u16);
+flag_accessors!(Rqe, AtomicU16, u16);
+flag_accessors!(Cqe, AtomicU8, u8);
 
 impl Ring<Cqe> {
-    fn flags_ref(&self, i: u32) -> &AtomicU8 {
-        // SAFETY: as for `Ring<Sqe>` (1-aligned octet).
-        unsafe { AtomicU8::from_ptr(ptr::addr_of_mut!((*self.slot(i)).flags)) }
-    }
-
-    /// Flags of element `i` (acquire).
-    pub fn flags(&self, i: u32) -> u8 {
-        self.flags_ref(i).load(Ordering::Acquire)
-    }
-
-    /// Sets the flags of element `i` (release).
-    pub fn set_flags(&self, i: u32, f: u8) {
-        self.flags_ref(i).store(f, Ordering::Release)
-    }
-
     /// The notification control word after the ring (`siw_cq_ctrl.flags`).
     pub fn notify(&self) -> &AtomicU32 {
         // SAFETY: `new` was called with a trailer of `siw_cq_ctrl` size for
