@@ -7,3 +7,12 @@ KRUSTC=/usr/bin/rustc
 KSRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
 RSIW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export RSIW_CACHE BINDGEN_VERSION BINDGEN KRUSTC KSRC_TARBALL RSIW_ROOT
+
+# LLVM= value a kernel flavour (and every module built for it) is built with;
+# empty means gcc.
+kflavour_llvm() {
+	case "$1" in
+	debug) echo -19 ;;
+	*) echo "" ;;
+	esac
+}
