@@ -55,6 +55,7 @@ void rsiw_dwork_free(struct rsiw_dwork *d);
 void *rsiw_dwork_ctx(struct rsiw_dwork *d);
 int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem);
 u32 rsiw_sock_mss(struct socket *s);
+u32 rsiw_sock_advmss(struct socket *s);
 bool rsiw_mpa_crc_required(void);
 bool rsiw_mpa_markers_wanted(void);
 

@@ -45,7 +45,17 @@ enum Phase {
     Closed,
 }
 
+/// MPA markers per direction (RFC 5044 7.1.1).
+#[derive(Clone, Copy)]
+struct Markers {
+    /// In the FPDUs we send.
+    tx: bool,
+    /// In the FPDUs we receive.
+    rx: bool,
+}
+
 /// What the endpoint learned from the peer's frame.
+
 struct Peer {
     revision: u8,
     enhanced: bool,
@@ -325,7 +335,12 @@ impl Cep {
             ird = ird.min(io.ord as u32);
         }
         let crc = peer.crc || params::mpa_crc_required();
-        let markers = peer.markers || params::mpa_markers_wanted();
+        // RFC 5044 7.1.1: each side's M asks for markers on the FPDUs it
+        // receives. Ours (in the Request) was mpa_markers_wanted().
+        let markers = Markers {
+            tx: peer.markers,
+            rx: params::mpa_markers_wanted(),
+        };
         self.enter_rts(&qp, sock, id.clone(), markers, crc, ird, ord)?;
         st.phase = Phase::Rdma;
         let peer = st.peer.insert(peer);
@@ -348,19 +363,22 @@ impl Cep {
         qp: &Arc<Qp>,
         sock: Socket,
         id: CmId,
-        markers: bool,
+        markers: Markers,
         crc: bool,
         ird: u32,
         ord: u32,
     ) -> Result {
         sock.detach();
-        let m = mulpdu(sock.mss().max(536), markers);
+        let m = mulpdu(sock.mss().max(536), markers.tx);
+        let rx_max = sock.advertised_mss().max(536).min(u32::from(u16::MAX)) as u16;
         let conn = Arc::new(
             Conn {
                 sock,
-                markers,
+                tx_markers: markers.tx,
+                rx_markers: markers.rx,
                 crc,
                 mulpdu: m,
+                rx_max_ulpdu: rx_max,
                 cep: self.clone(),
                 id,
             },
@@ -531,7 +549,12 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     }
     let peer = st.peer.as_ref().ok_or(EINVAL)?;
     let crc = peer.crc || params::mpa_crc_required();
-    let markers = peer.markers || params::mpa_markers_wanted();
+    // Markers per direction (RFC 5044 7.1.1): the initiator's M asks for
+    // them on what we send, ours (in the Reply) on what we receive.
+    let markers = Markers {
+        tx: peer.markers,
+        rx: params::mpa_markers_wanted(),
+    };
     let rev = if peer.revision == REVISION_1 {
         REVISION_1
     } else {

@@ -136,12 +136,18 @@ pub struct QpInner {
 pub struct Conn {
     /// The TCP socket (its upcalls go to the QP while it is in RTS).
     pub sock: Socket,
-    /// MPA markers in use (both directions).
-    pub markers: bool,
+    /// MPA markers in the FPDUs we send (the peer asked for them: RFC 5044
+    /// negotiates markers per direction).
+    pub tx_markers: bool,
+    /// MPA markers in the FPDUs we receive (we asked for them).
+    pub rx_markers: bool,
     /// MPA CRC in use.
     pub crc: bool,
-    /// Largest ULPDU of one FPDU (from the connection's EMSS).
+    /// Largest ULPDU of one FPDU we send (from the connection's EMSS).
     pub mulpdu: u32,
+    /// Largest ULPDU_Length accepted from the peer (from the MSS we
+    /// advertised; a longer one is an MPA framing error).
+    pub rx_max_ulpdu: u16,
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<crate::cm::Cep>,
     /// The CM id of the connection.

@@ -539,7 +539,19 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
                 sink.act.failed = Some((m.rqe, m.processed, m.status));
             }
         }
-        sink.act.error = Some((e, c.raw, c.raw_len, c.ulpdu_len));
+        let (mut raw, mut raw_len) = (c.raw, c.raw_len);
+        if raw_len == 0 {
+            // A header that failed its own checks (invalid QN, say) never
+            // reached the sink; the TERMINATE still carries its copy.
+            if let Some(h) = d.rejected_header() {
+                let n = h.len().min(MAX_HDR_LEN);
+                if let (Some(dst), Some(src)) = (raw.get_mut(..n), h.get(..n)) {
+                    dst.copy_from_slice(src);
+                    raw_len = n;
+                }
+            }
+        }
+        sink.act.error = Some((e, raw, raw_len, c.ulpdu_len));
     }
 }
 
@@ -642,12 +654,16 @@ pub fn start(qp: &Arc<Qp>) -> Result {
     let conn = qp.conn().ok_or(EINVAL)?;
     crate::qp_tx::start(qp, &conn)?;
     let mode = MpaMode {
-        markers: conn.markers,
+        markers: conn.rx_markers,
         crc: conn.crc,
+    };
+    let cfg = RxConfig {
+        max_ulpdu: conn.rx_max_ulpdu,
+        ..RxConfig::new(mode)
     };
     {
         let mut g = qp.rx.lock();
-        g.d = Some(Deframer::new(RxConfig::new(mode), KernelCrc32c::new(), 0));
+        g.d = Some(Deframer::new(cfg, KernelCrc32c::new(), 0));
         g.c = RxCtx::new();
     }
     let mut act = Actions::default();

@@ -535,7 +535,7 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         r.push(None, GFP_KERNEL)?;
     }
     let mode = MpaMode {
-        markers: conn.markers,
+        markers: conn.tx_markers,
         crc: conn.crc,
     };
     qp.tx.lock().reset(mode);

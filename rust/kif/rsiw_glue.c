@@ -328,6 +328,11 @@ u32 rsiw_sock_mss(struct socket *s)
 	return READ_ONCE(tcp_sk(s->sk)->mss_cache);
 }
 
+u32 rsiw_sock_advmss(struct socket *s)
+{
+	return READ_ONCE(tcp_sk(s->sk)->advmss);
+}
+
 bool rsiw_in_task(void)
 {
 	return in_task();

@@ -314,6 +314,13 @@ impl Socket {
         unsafe { glue::rsiw_sock_mss(self.ptr.as_ptr()) }
     }
 
+    /// The MSS this end advertised to the peer: no segment the peer sends,
+    /// and so no FPDU of a conforming MPA peer, is larger.
+    pub fn advertised_mss(&self) -> u32 {
+        // SAFETY: live connected socket.
+        unsafe { glue::rsiw_sock_advmss(self.ptr.as_ptr()) }
+    }
+
     /// Current TCP state.
     pub fn state(&self) -> TcpState {
         // SAFETY: live socket.

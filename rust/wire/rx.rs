@@ -194,6 +194,17 @@ impl<C: Crc32c> Deframer<C> {
         self.failed
     }
 
+    /// The wire form of a complete DDP/RDMAP header that failed validation
+    /// before it reached [`RxSink::on_header`] (for the header copy of the
+    /// TERMINATE). `None` when the header is incomplete or was accepted.
+    pub fn rejected_header(&self) -> Option<&[u8]> {
+        if self.phase == Phase::Hdr && self.hdr_need > 2 && self.hdr_have == self.hdr_need {
+            self.hdr_buf.get(..self.hdr_need)
+        } else {
+            None
+        }
+    }
+
     /// The header of the segment being received (after
     /// [`RxSink::on_header`], until the FPDU ends).
     pub fn current_header(&self) -> Option<&SegmentHeader> {

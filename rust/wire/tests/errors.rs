@@ -284,6 +284,27 @@ fn ddp_untagged_invalid_qn_from_wire() {
 }
 
 #[test]
+fn rejected_header_is_kept_for_the_terminate() {
+    let mut h = send();
+    if let DdpHdr::Untagged(ref mut u) = h.ddp {
+        u.qn = 5;
+    }
+    let (raw, n) = h.to_bytes();
+    let stream = fpdu(MODE, 0, &ulpdu(h, b"abcd"));
+    let mut d = Deframer::new(RxConfig::new(MODE), HostCrc32c::new(), 0);
+    let mut sink = Sink::new(None);
+    assert!(d.rejected_header().is_none());
+    let e = d.push(&stream, &mut sink).unwrap_err();
+    assert_eq!(e, DdpError::UntaggedInvalidQn.into());
+    assert_eq!(d.rejected_header(), Some(&raw[..n]));
+    // A header that passed its checks is not "rejected".
+    let mut d = Deframer::new(RxConfig::new(MODE), HostCrc32c::new(), 0);
+    let good = fpdu(MODE, 0, &ulpdu(send(), b"abcd"));
+    d.push(&good[..2 + 18], &mut Sink::new(None)).unwrap();
+    assert!(d.rejected_header().is_none());
+}
+
+#[test]
 fn ddp_tagged_checks() {
     let h = TaggedHdr {
         stag: 7,

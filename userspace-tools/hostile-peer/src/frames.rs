@@ -134,8 +134,8 @@ pub fn terminate_hdr(t: TermHdr) -> Vec<u8> {
 pub fn fpdu(mode: MpaMode, off: u32, hdr: &[u8], payload: &[u8]) -> Vec<u8> {
     let ulpdu = hdr.len() + payload.len();
     let mut out = vec![0u8; ulpdu + 2 + 3 + 4 + 4 * (ulpdu / 508 + 3)];
-    let n = encode_fpdu(mode, off, hdr, payload, &mut HostCrc32c::new(), &mut out)
-        .expect("FPDU fits");
+    let n =
+        encode_fpdu(mode, off, hdr, payload, &mut HostCrc32c::new(), &mut out).expect("FPDU fits");
     out.truncate(n);
     out
 }
@@ -307,7 +307,10 @@ mod tests {
         let (_, r) = deframe(mode, &fpdu(mode, 0, &h, b"x"));
         assert_eq!(r, Err(DdpError::UntaggedInvalidQn.into()));
         let c = Control::decode([send_hdr(1)[0], send_hdr(1)[1]]);
-        assert_eq!((c.ddp_version, c.rdmap_version), (DDP_VERSION, RDMAP_VERSION));
+        assert_eq!(
+            (c.ddp_version, c.rdmap_version),
+            (DDP_VERSION, RDMAP_VERSION)
+        );
     }
 
     #[test]

@@ -124,11 +124,7 @@ fn main() -> ExitCode {
         }
     }
     if all {
-        println!(
-            "# Totals: pass:{} fail:{}",
-            picked.len() - failed,
-            failed
-        );
+        println!("# Totals: pass:{} fail:{}", picked.len() - failed, failed);
     }
     if failed == 0 {
         ExitCode::SUCCESS

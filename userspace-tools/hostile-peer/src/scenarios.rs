@@ -45,34 +45,115 @@ macro_rules! sc {
 }
 
 pub const ALL: &[Scenario] = &[
-    sc!(baseline_send, "valid MPA + rping Send: expect an RDMA Read Request (sanity of the tool)"),
-    sc!(mpa_rev1, "valid revision 1 Request (no IRD/ORD): expect a revision 1 Reply and a working Send"),
-    sc!(mpa_bad_key, "Request with a wrong key: expect close or reject, listener still accepts"),
-    sc!(mpa_bad_revision, "Request revision 3: expect close or reject, listener still accepts"),
-    sc!(mpa_reply_key, "a Reply frame instead of a Request: expect close or reject"),
+    sc!(
+        baseline_send,
+        "valid MPA + rping Send: expect an RDMA Read Request (sanity of the tool)"
+    ),
+    sc!(
+        mpa_rev1,
+        "valid revision 1 Request (no IRD/ORD): expect a revision 1 Reply and a working Send"
+    ),
+    sc!(
+        mpa_bad_key,
+        "Request with a wrong key: expect close or reject, listener still accepts"
+    ),
+    sc!(
+        mpa_bad_revision,
+        "Request revision 3: expect close or reject, listener still accepts"
+    ),
+    sc!(
+        mpa_reply_key,
+        "a Reply frame instead of a Request: expect close or reject"
+    ),
     sc!(mpa_pd_too_long, "PD_Length 513: expect close or reject"),
-    sc!(mpa_enhanced_short, "revision 2 enhanced flag with PD_Length 2 (< IRD/ORD): expect close or reject"),
-    sc!(mpa_truncated, "10 octets of a Request, then FIN: expect close, no Reply"),
-    sc!(mpa_no_request, "no Request at all: no answer; after our close the listener still accepts"),
-    sc!(mpa_markers, "Request M=1: Reply, and the responder's FPDUs carry markers"),
-    sc!(mpa_crc_bad_frame, "Request C=1, Reply C=1, then a bad CRC: expect TERMINATE LLP/MPA CRC error"),
-    sc!(ulpdu_beyond_mulpdu, "a 9000 octet ULPDU (> MULPDU): expect TERMINATE LLP/MPA framing error"),
-    sc!(ulpdu_too_short, "ULPDU_Length 10 (< Send header): expect TERMINATE LLP/MPA framing error"),
-    sc!(ddp_bad_version, "Send with DDP version 0: expect TERMINATE DDP untagged invalid version"),
-    sc!(rdmap_bad_version, "Send with RDMAP version 0: expect TERMINATE RDMAP invalid version"),
-    sc!(rdmap_unknown_opcode, "untagged opcode 0xf: expect TERMINATE RDMAP unexpected OpCode"),
-    sc!(ddp_invalid_qn, "Send on QN 5: expect TERMINATE DDP invalid QN"),
-    sc!(ddp_msn_range, "Send with MSN 1000: expect TERMINATE DDP MSN range"),
-    sc!(send_no_recv, "a second Send with no posted receive: expect TERMINATE DDP MSN no buffer"),
-    sc!(write_invalid_stag, "RDMA Write to an invalid STag: expect TERMINATE DDP tagged invalid STag"),
-    sc!(write_to_wrap, "RDMA Write to a valid STag with TO wrap: expect TERMINATE DDP tagged TO wrap"),
-    sc!(write_base_bounds, "RDMA Write past the end of a valid STag's buffer: expect TERMINATE DDP tagged base/bounds"),
-    sc!(read_req_invalid_stag, "Read Request for an invalid source STag: expect TERMINATE RDMAP invalid STag"),
-    sc!(unsolicited_read_response, "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"),
-    sc!(peer_terminate, "we send a TERMINATE: expect the connection closed, no TERMINATE back"),
-    sc!(half_fpdu_rst, "half an FPDU, then RST: listener still accepts"),
-    sc!(silence_after_mpa, "silence after MPA: nothing unsolicited; listener still accepts after close"),
-    sc!(garbage_after_mpa, "4 KiB of random octets after MPA: expect the connection closed"),
+    sc!(
+        mpa_enhanced_short,
+        "revision 2 enhanced flag with PD_Length 2 (< IRD/ORD): expect close or reject"
+    ),
+    sc!(
+        mpa_truncated,
+        "10 octets of a Request, then FIN: expect close, no Reply"
+    ),
+    sc!(
+        mpa_no_request,
+        "no Request at all: no answer; after our close the listener still accepts"
+    ),
+    sc!(
+        mpa_markers,
+        "Request M=1: Reply, and the responder's FPDUs carry markers"
+    ),
+    sc!(
+        mpa_crc_bad_frame,
+        "Request C=1, Reply C=1, then a bad CRC: expect TERMINATE LLP/MPA CRC error"
+    ),
+    sc!(
+        ulpdu_beyond_mulpdu,
+        "a 9000 octet ULPDU (> MULPDU): expect TERMINATE LLP/MPA framing error"
+    ),
+    sc!(
+        ulpdu_too_short,
+        "ULPDU_Length 10 (< Send header): expect TERMINATE LLP/MPA framing error"
+    ),
+    sc!(
+        ddp_bad_version,
+        "Send with DDP version 0: expect TERMINATE DDP untagged invalid version"
+    ),
+    sc!(
+        rdmap_bad_version,
+        "Send with RDMAP version 0: expect TERMINATE RDMAP invalid version"
+    ),
+    sc!(
+        rdmap_unknown_opcode,
+        "untagged opcode 0xf: expect TERMINATE RDMAP unexpected OpCode"
+    ),
+    sc!(
+        ddp_invalid_qn,
+        "Send on QN 5: expect TERMINATE DDP invalid QN"
+    ),
+    sc!(
+        ddp_msn_range,
+        "Send with MSN 1000: expect TERMINATE DDP MSN range"
+    ),
+    sc!(
+        send_no_recv,
+        "a second Send with no posted receive: expect TERMINATE DDP MSN no buffer"
+    ),
+    sc!(
+        write_invalid_stag,
+        "RDMA Write to an invalid STag: expect TERMINATE DDP tagged invalid STag"
+    ),
+    sc!(
+        write_to_wrap,
+        "RDMA Write to a valid STag with TO wrap: expect TERMINATE DDP tagged TO wrap"
+    ),
+    sc!(
+        write_base_bounds,
+        "RDMA Write past the end of a valid STag's buffer: expect TERMINATE DDP tagged base/bounds"
+    ),
+    sc!(
+        read_req_invalid_stag,
+        "Read Request for an invalid source STag: expect TERMINATE RDMAP invalid STag"
+    ),
+    sc!(
+        unsolicited_read_response,
+        "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"
+    ),
+    sc!(
+        peer_terminate,
+        "we send a TERMINATE: expect the connection closed, no TERMINATE back"
+    ),
+    sc!(
+        half_fpdu_rst,
+        "half an FPDU, then RST: listener still accepts"
+    ),
+    sc!(
+        silence_after_mpa,
+        "silence after MPA: nothing unsolicited; listener still accepts after close"
+    ),
+    sc!(
+        garbage_after_mpa,
+        "4 KiB of random octets after MPA: expect the connection closed"
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
@@ -243,7 +324,9 @@ fn baseline_send(ctx: &Ctx) -> Outcome {
     let mut p = good(ctx)?;
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
-    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    p.observe(ctx.t, |p| {
+        p.segs().iter().any(|s| s.read_request().is_some())
+    });
     match p.segs().iter().find_map(|s| s.read_request()) {
         Some(rr) if rr.src_stag == 0x00ab_cd00 && rr.size == 16 && rr.src_to == 0x10000 => {
             Ok(format!("Read Request sink STag {:#x}", rr.sink_stag))
@@ -266,10 +349,18 @@ fn mpa_rev1(ctx: &Ctx) -> Outcome {
         }
         o => return Err(format!("expected an accepting revision 1 Reply, got {o}")),
     };
-    p.start_fpdus(MpaMode { markers: m, crc }, MpaMode { markers: false, crc });
+    p.start_fpdus(
+        MpaMode { markers: m, crc },
+        MpaMode {
+            markers: false,
+            crc,
+        },
+    );
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
-    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    p.observe(ctx.t, |p| {
+        p.segs().iter().any(|s| s.read_request().is_some())
+    });
     if p.segs().iter().any(|s| s.read_request().is_some()) {
         Ok("revision 1 Reply, Read Request received".into())
     } else {
@@ -365,7 +456,9 @@ fn mpa_no_request(ctx: &Ctx) -> Outcome {
     let o = p.read_reply(ctx.t)?;
     let d = match o {
         MpaOutcome::Nothing(End::Open) => format!("silent for {} s", ctx.t.as_secs()),
-        MpaOutcome::Nothing(ref e) if e.closed() => format!("target timed out first: {}", end_str(e)),
+        MpaOutcome::Nothing(ref e) if e.closed() => {
+            format!("target timed out first: {}", end_str(e))
+        }
         o => return Err(format!("unprompted {o}")),
     };
     drop(p);
@@ -392,10 +485,15 @@ fn mpa_markers(ctx: &Ctx) -> Outcome {
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
     p.observe(ctx.t, |p| {
-        p.segs().iter().any(|s| s.read_request().is_some() || s.term().is_some())
+        p.segs()
+            .iter()
+            .any(|s| s.read_request().is_some() || s.term().is_some())
     });
     if p.segs().iter().any(|s| s.read_request().is_some()) {
-        return Ok(format!("Reply M={}, Read Request received with markers", rm as u8));
+        return Ok(format!(
+            "Reply M={}, Read Request received with markers",
+            rm as u8
+        ));
     }
     p.wait_close(ctx.t);
     let mut got = format!("Reply M={}; {}", rm as u8, p.summary());
@@ -532,10 +630,15 @@ fn with_valid_stag(ctx: &Ctx) -> Result<(Peer, ReadRequest), String> {
     let mut p = good(ctx)?;
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
-    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    p.observe(ctx.t, |p| {
+        p.segs().iter().any(|s| s.read_request().is_some())
+    });
     match p.segs().iter().find_map(|s| s.read_request()) {
         Some(rr) => Ok((p, rr)),
-        None => Err(format!("no Read Request to learn a valid STag: {}", p.summary())),
+        None => Err(format!(
+            "no Read Request to learn a valid STag: {}",
+            p.summary()
+        )),
     }
 }
 
@@ -543,16 +646,26 @@ fn write_base_bounds(ctx: &Ctx) -> Outcome {
     let (mut p, rr) = with_valid_stag(ctx)?;
     let h = frames::write_hdr(rr.sink_stag, rr.sink_to.wrapping_add(1 << 20));
     p.send_fpdu(&h, &[0x66; 64])?;
-    expect_term(ctx, &mut p, tc(DdpError::TaggedBaseBounds), Some((&h, 14 + 64)))
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedBaseBounds),
+        Some((&h, 14 + 64)),
+    )
 }
 
 fn write_to_wrap(ctx: &Ctx) -> Outcome {
     let mut p = good(ctx)?;
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
-    p.observe(ctx.t, |p| p.segs().iter().any(|s| s.read_request().is_some()));
+    p.observe(ctx.t, |p| {
+        p.segs().iter().any(|s| s.read_request().is_some())
+    });
     let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
-        return Err(format!("no Read Request to learn a valid STag: {}", p.summary()));
+        return Err(format!(
+            "no Read Request to learn a valid STag: {}",
+            p.summary()
+        ));
     };
     let h = frames::write_hdr(rr.sink_stag, u64::MAX - 7);
     p.send_fpdu(&h, &[0x66; 64])?;
@@ -590,10 +703,17 @@ fn peer_terminate(ctx: &Ctx) -> Outcome {
     p.send_fpdu(&frames::terminate_hdr(t), &[])?;
     let closed = p.wait_close(ctx.t);
     if p.first_term().is_some() {
-        return Err(format!("answered a TERMINATE with a TERMINATE: {}", p.summary()));
+        return Err(format!(
+            "answered a TERMINATE with a TERMINATE: {}",
+            p.summary()
+        ));
     }
     if !closed {
-        return Err(format!("not closed within {} s: {}", ctx.t.as_secs(), p.summary()));
+        return Err(format!(
+            "not closed within {} s: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
     }
     Ok(p.summary())
 }
@@ -616,7 +736,10 @@ fn silence_after_mpa(ctx: &Ctx) -> Outcome {
     }
     drop(p);
     listener_alive(ctx)?;
-    Ok(format!("silent for {} s, listener still accepts", ctx.t.as_secs()))
+    Ok(format!(
+        "silent for {} s, listener still accepts",
+        ctx.t.as_secs()
+    ))
 }
 
 fn garbage_after_mpa(ctx: &Ctx) -> Outcome {
@@ -625,7 +748,11 @@ fn garbage_after_mpa(ctx: &Ctx) -> Outcome {
     // The target may close while we write: a send error is fine.
     let _ = p.send_raw(&g);
     if !p.wait_close(ctx.t) {
-        return Err(format!("not closed within {} s: {}", ctx.t.as_secs(), p.summary()));
+        return Err(format!(
+            "not closed within {} s: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
     }
     let d = p.summary();
     if let Some(s) = p.first_term() {
