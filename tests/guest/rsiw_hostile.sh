@@ -20,6 +20,9 @@ PORT=7190
 # MULPDU not enforced on receive, are fixed)
 HOSTILE_KNOWN=${HOSTILE_KNOWN-}
 HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-5}
+# Random-mutation mode: connections and seed (reproducible).
+HOSTILE_MUTATIONS=${HOSTILE_MUTATIONS:-150}
+HOSTILE_SEED=${HOSTILE_SEED:-20261122}
 # e.g. "mpa_crc_required=1 mpa_markers=1" (then siw, which has no markers,
 # cannot pass the final rping)
 HOSTILE_MODPARAMS=${HOSTILE_MODPARAMS-}
@@ -30,7 +33,7 @@ if [ ! -x "$HP" ]; then
 	exit "$KSFT_SKIP"
 fi
 SCEN=($("$HP" --list | awk '{print $1}'))
-ktap_set_plan $((${#SCEN[@]} + 3))
+ktap_set_plan $((${#SCEN[@]} + 4))
 
 # serve: a persistent rping server on rsiw0 in ns B; waits until it listens.
 serve() {
@@ -83,6 +86,18 @@ for s in "${SCEN[@]}"; do
 		check "hostile: $s" scenario "$s"
 	fi
 done
+
+mutations() {
+	serve || return 1
+	in_a "$HP" --target "$IP_B:$PORT" --mutate "$HOSTILE_MUTATIONS" --seed "$HOSTILE_SEED" --timeout "$HOSTILE_TIMEOUT" \
+		>/tmp/hostile-mutate.out 2>&1
+	local rc=$?
+	cat /tmp/hostile-mutate.out
+	unserve
+	return $rc
+}
+check "random mutations: $HOSTILE_MUTATIONS connections, seed $HOSTILE_SEED, listener alive" mutations
+grep -h '^# ' /tmp/hostile-mutate.out 2>/dev/null
 
 rping_v() {
 	PORT=7191

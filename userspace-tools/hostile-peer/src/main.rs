@@ -5,8 +5,10 @@
 //!   hostile-peer --list
 //!   hostile-peer --target IP:PORT --scenario NAME [--timeout SECS]
 //!   hostile-peer --target IP:PORT --all            (KTAP)
+//!   hostile-peer --target IP:PORT --mutate COUNT [--seed S]
 
 mod frames;
+mod mutate;
 mod peer;
 mod scenarios;
 
@@ -17,7 +19,7 @@ use scenarios::{Ctx, Scenario, ALL};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME | --all) [--timeout SECS]"
+        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME | --all | --mutate COUNT [--seed S]) [--timeout SECS]"
     );
     ExitCode::from(2)
 }
@@ -37,6 +39,8 @@ fn main() -> ExitCode {
     let mut all = false;
     let mut list = false;
     let mut t = 5u64;
+    let mut mutate: Option<u32> = None;
+    let mut seed = 1u64;
     let mut i = 0;
     while i < args.len() {
         let val = |i: usize| args.get(i + 1).cloned();
@@ -53,6 +57,20 @@ fn main() -> ExitCode {
             "--scenario" => match val(i) {
                 Some(n) => {
                     names.push(n);
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "--mutate" => match val(i).and_then(|v| v.parse().ok()) {
+                Some(v) => {
+                    mutate = Some(v);
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "--seed" => match val(i).and_then(|v| v.parse().ok()) {
+                Some(v) => {
+                    seed = v;
                     i += 1;
                 }
                 None => return usage(),
@@ -85,6 +103,18 @@ fn main() -> ExitCode {
         target,
         t: Duration::from_secs(t),
     };
+    if let Some(count) = mutate {
+        return match mutate::run(&ctx, count, seed) {
+            Ok(d) => {
+                println!("# {d}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                println!("# mutation run failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let picked: Vec<&Scenario> = if all {
         ALL.iter().collect()
     } else {

@@ -116,7 +116,7 @@ pub const ALL: &[Scenario] = &[
     ),
     sc!(
         send_no_recv,
-        "a second Send with no posted receive: expect TERMINATE DDP MSN no buffer"
+        "8 Sends for one posted receive: expect TERMINATE DDP MSN no buffer"
     ),
     sc!(
         write_invalid_stag,
@@ -166,7 +166,7 @@ fn tc(e: impl Into<ProtocolError>) -> TermCode {
 
 /// Connects, sends `req`, requires an accepting Reply and enters full
 /// operation (our TX markers per the Reply's M, our RX markers per ours).
-fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
+pub(crate) fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
     let mut p = Peer::connect(ctx.target)?;
     match p.mpa(req, ctx.t)? {
         MpaOutcome::Reply { hdr, .. } if !hdr.reject => {
@@ -187,12 +187,12 @@ fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
     }
 }
 
-fn good(ctx: &Ctx) -> Result<Peer, String> {
+pub(crate) fn good(ctx: &Ctx) -> Result<Peer, String> {
     establish(ctx, &ReqSpec::default())
 }
 
 /// A fresh, valid connection gets an accepting Reply.
-fn listener_alive(ctx: &Ctx) -> Result<(), String> {
+pub(crate) fn listener_alive(ctx: &Ctx) -> Result<(), String> {
     sleep(Duration::from_millis(300));
     let p = good(ctx).map_err(|e| format!("listener no longer serves: {e}"))?;
     drop(p);
@@ -675,7 +675,12 @@ fn write_to_wrap(ctx: &Ctx) -> Outcome {
     };
     let h = frames::write_hdr(rr.sink_stag, u64::MAX - 7);
     p.send_fpdu(&h, &[0x66; 64])?;
-    expect_term(ctx, &mut p, tc(DdpError::TaggedToWrap), Some((&[&h], 14 + 64)))
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedToWrap),
+        Some((&[&h], 14 + 64)),
+    )
 }
 
 fn read_req_invalid_stag(ctx: &Ctx) -> Outcome {
