@@ -21,7 +21,7 @@ use crate::device::{limits, Device};
 use crate::kif::{
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
     params,
-    sock::{SockEvents, SockRx, Socket, TcpState},
+    sock::{SockAddr, SockEvents, SockRx, Socket, TcpState},
     timer::{Expire, Timeout},
 };
 use crate::qp::{Conn, Qp, QpState};
@@ -54,6 +54,17 @@ struct Markers {
     rx: bool,
 }
 
+/// The peer-to-peer ready-to-receive message of a connection.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rtr {
+    /// Not the peer-to-peer model.
+    None,
+    /// Initiator: send a zero length Write before anything else.
+    Send,
+    /// Responder: report ESTABLISHED when the initiator's RTR arrived.
+    Await,
+}
+
 /// What the endpoint learned from the peer's frame.
 
 struct Peer {
@@ -80,6 +91,12 @@ struct CepState {
     /// Our request's resources (initiator).
     ird: u32,
     ord: u32,
+    /// Peer-to-peer model (RFC 6581): the initiator asked for it; the
+    /// responder agreed and waits for the initiator's RTR.
+    p2p: bool,
+    /// Responder in the peer-to-peer model: ESTABLISHED as it will be
+    /// reported once the RTR arrived (addresses, IRD, ORD).
+    pending_established: Option<((SockAddr, SockAddr), u32, u32)>,
 }
 
 /// A connection endpoint.
@@ -92,6 +109,8 @@ pub struct Cep {
     closing: AtomicBool,
     /// The QP left RTS: close the connection from the work item.
     close_req: AtomicBool,
+    /// The peer's RTR arrived (peer-to-peer responder).
+    rtr_seen: AtomicBool,
     /// Limits the wait for the peer's MPA frame.
     #[pin]
     timeout: Mutex<Option<Timeout<Cep>>>,
@@ -149,9 +168,12 @@ impl Cep {
                     peer: None,
                     ird: 0,
                     ord: 0,
+                    p2p: false,
+                    pending_established: None,
                 }),
                 closing: AtomicBool::new(false),
                 close_req: AtomicBool::new(false),
+                rtr_seen: AtomicBool::new(false),
                 timeout <- new_mutex!(None),
                 work <- new_work!("rsiw::cep"),
             }),
@@ -191,6 +213,24 @@ impl Cep {
             Phase::Rdma if self.close_req.load(Ordering::Acquire) => {
                 drop(st);
                 self.close(false);
+            }
+            Phase::Rdma if st.pending_established.is_some() && self.rtr_seen.load(Ordering::Acquire) => {
+                if let (Some((addrs, ird, ord)), Some(id)) =
+                    (st.pending_established.take(), st.id.clone())
+                {
+                    drop(st);
+                    let ev = CmEvent {
+                        kind: CmEventKind::Established,
+                        status: 0,
+                        addrs: Some(addrs),
+                        pdata: &[],
+                        ird: ird.min(255) as u8,
+                        ord: ord.min(255) as u8,
+                    };
+                    let _ = id.event::<Cep>(&ev, None);
+                }
+                // Look at the socket state too.
+                self.kick();
             }
             Phase::Rdma => {
                 let closed = match st.qp.as_ref().and_then(|q| q.conn()) {
@@ -310,6 +350,13 @@ impl Cep {
 
     /// Initiator: the MPA Reply arrived.
     fn on_reply(self: &Arc<Self>, st: &mut CepState, peer: Peer, reject: bool) -> Result {
+        // We offer a zero length Write as RTR only (as siw prefers it); a
+        // responder that picked another one cannot be served.
+        let p2p = st.p2p && peer.ird_ord.is_some_and(|io| io.peer_to_peer);
+        if !reject && p2p && !peer.ird_ord.is_some_and(|io| io.write_rtr) {
+            pr_warn!("rsiw: MPA Reply asks for an RTR other than the zero length Write offered\n");
+            return Err(crate::kif::econnrefused());
+        }
         let id = st.id.clone().ok_or(EINVAL)?;
         let sock = st.sock.take().ok_or(EINVAL)?;
         let addrs = (sock.local_addr()?, sock.peer_addr()?);
@@ -341,7 +388,8 @@ impl Cep {
             tx: peer.markers,
             rx: params::mpa_markers_wanted(),
         };
-        self.enter_rts(&qp, sock, id.clone(), markers, crc, ird, ord)?;
+        let rtr = if p2p { Rtr::Send } else { Rtr::None };
+        self.enter_rts(&qp, sock, id.clone(), markers, crc, (ird, ord), rtr)?;
         st.phase = Phase::Rdma;
         let peer = st.peer.insert(peer);
         let ev = CmEvent {
@@ -365,8 +413,8 @@ impl Cep {
         id: CmId,
         markers: Markers,
         crc: bool,
-        ird: u32,
-        ord: u32,
+        (ird, ord): (u32, u32),
+        rtr: Rtr,
     ) -> Result {
         sock.detach();
         let m = mulpdu(sock.mss().max(536), markers.tx);
@@ -379,6 +427,8 @@ impl Cep {
                 crc,
                 mulpdu: m,
                 rx_max_ulpdu: rx_max,
+                send_rtr: rtr == Rtr::Send,
+                await_rtr: AtomicBool::new(rtr == Rtr::Await),
                 cep: self.clone(),
                 id,
             },
@@ -422,6 +472,14 @@ impl Cep {
         }
         st.qp = None;
         st.listener = None;
+    }
+
+    /// The receive path got the first FPDU of a peer-to-peer connection
+    /// (the initiator's RTR): report ESTABLISHED from the work item (the
+    /// caller may hold locks `accept` takes).
+    pub fn rtr_received(self: &Arc<Self>) {
+        self.rtr_seen.store(true, Ordering::Release);
+        self.kick();
     }
 
     /// The local side wants the connection closed (QP left RTS).
@@ -521,16 +579,26 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         st.ird = p.ird;
         st.ord = p.ord;
         let sock = st.sock.as_ref().ok_or(EINVAL)?;
-        let mut hdr = MpaRr::new(FrameKind::Request, REVISION_2, 0);
+        let rev = if params::mpa_rev() == REVISION_1 {
+            REVISION_1
+        } else {
+            REVISION_2
+        };
+        let mut hdr = MpaRr::new(FrameKind::Request, rev, 0);
         hdr.crc = params::mpa_crc_required();
         hdr.markers = params::mpa_markers_wanted();
-        let io = IrdOrd {
+        // Revision 1 has no IRD/ORD (nor peer-to-peer) negotiation.
+        let p2p = rev == REVISION_2 && params::mpa_peer_to_peer();
+        let io = (rev == REVISION_2).then(|| IrdOrd {
             ird: p.ird.min(0x3fff) as u16,
             ord: p.ord.min(0x3fff) as u16,
+            peer_to_peer: p2p,
+            write_rtr: p2p,
             ..IrdOrd::default()
-        };
-        send_rr(sock, hdr, Some(io), &p.pdata)?;
+        });
+        send_rr(sock, hdr, io, &p.pdata)?;
         sock.attach(cep.clone())?;
+        st.p2p = p2p;
     }
     cep.arm_timeout();
     cep.kick();
@@ -560,9 +628,16 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     } else {
         REVISION_2
     };
+    // Peer-to-peer (RFC 6581): keep one RTR of those offered, a zero
+    // length Write by preference (as siw), and wait for it before
+    // reporting ESTABLISHED.
+    let offered = peer.ird_ord.filter(|io| peer.enhanced && io.peer_to_peer);
     let io = peer.enhanced.then(|| IrdOrd {
         ird: p.ird.min(0x3fff) as u16,
         ord: p.ord.min(0x3fff) as u16,
+        peer_to_peer: offered.is_some(),
+        write_rtr: offered.is_some_and(|o| o.write_rtr || !o.read_rtr),
+        read_rtr: offered.is_some_and(|o| o.read_rtr && !o.write_rtr),
         ..IrdOrd::default()
     });
     let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
@@ -575,8 +650,19 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     st.listener = None;
     let addrs = (sock.local_addr()?, sock.peer_addr()?);
     let (ird, ord) = (p.ird, p.ord);
-    cep.enter_rts(&qp, sock, id.clone(), markers, crc, ird, ord)?;
+    let rtr = if offered.is_some() {
+        Rtr::Await
+    } else {
+        Rtr::None
+    };
+    if rtr == Rtr::Await {
+        st.pending_established = Some((addrs, ird, ord));
+    }
+    cep.enter_rts(&qp, sock, id.clone(), markers, crc, (ird, ord), rtr)?;
     st.phase = Phase::Rdma;
+    if rtr == Rtr::Await {
+        return Ok(());
+    }
     drop(st);
     let ev = CmEvent {
         kind: CmEventKind::Established,

@@ -4,7 +4,7 @@
 //! machine (RTS only through the connection manager), flushing on error,
 //! and posting of kernel work requests.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -148,6 +148,12 @@ pub struct Conn {
     /// Largest ULPDU_Length accepted from the peer (from the MSS we
     /// advertised; a longer one is an MPA framing error).
     pub rx_max_ulpdu: u16,
+    /// Peer-to-peer initiator: a zero length Write (the RTR, RFC 6581)
+    /// goes out before any work request.
+    pub send_rtr: bool,
+    /// Peer-to-peer responder: the first FPDU received (the RTR) is still
+    /// to be reported to the CM.
+    pub await_rtr: AtomicBool,
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<crate::cm::Cep>,
     /// The CM id of the connection.

@@ -83,6 +83,8 @@ struct RxCtx {
     raw_len: usize,
     /// ULPDU_Length of the current FPDU.
     ulpdu_len: u16,
+    /// Peer-to-peer responder: the first FPDU is the initiator's RTR.
+    await_rtr: bool,
 }
 
 impl RxCtx {
@@ -94,6 +96,7 @@ impl RxCtx {
             raw: [0; MAX_HDR_LEN],
             raw_len: 0,
             ulpdu_len: 0,
+            await_rtr: false,
         }
     }
 }
@@ -133,6 +136,8 @@ struct Actions {
     error: Option<(ProtocolError, [u8; MAX_HDR_LEN], usize, u16)>,
     /// A receive that failed locally, to complete with its status.
     failed: Option<(Rqe, u32, u16)>,
+    /// The peer-to-peer RTR (the first FPDU) arrived.
+    rtr: bool,
 }
 
 /// The deframer's consumer for one `push`.
@@ -251,6 +256,12 @@ impl Sink<'_> {
 
     fn write_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        if plen == 0 && hdr.ctrl.last {
+            // A zero length Write places nothing; its STag is not checked
+            // (as siw; the peer-to-peer RTR is one, with STag 1).
+            self.c.seg = Seg::None;
+            return Ok(());
+        }
         // The QP's access flags are not enforced (as in siw): see
         // `qp_tx::read_response_job`.
         let mem = lookup_stag(self.qp, t.stag).ok_or(DdpError::TaggedInvalidStag)?;
@@ -552,6 +563,9 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
             }
         }
         sink.act.error = Some((e, raw, raw_len, c.ulpdu_len));
+    } else if sink.c.await_rtr && d.fpdus() > 0 {
+        sink.c.await_rtr = false;
+        sink.act.rtr = true;
     }
 }
 
@@ -561,6 +575,13 @@ fn after(qp: &Arc<Qp>, act: Actions) {
         let _ = qp.complete_rqe(&rqe, bytes, None, status);
     }
     let mut wake = act.wake_tx;
+    if act.rtr {
+        if let Some(conn) = qp.conn() {
+            if conn.await_rtr.swap(false, Ordering::AcqRel) {
+                conn.cep.rtr_received();
+            }
+        }
+    }
     if let Some((e, raw, n, ulpdu)) = act.error {
         pr_warn!("rsiw: QP {}: protocol error {:?}\n", qp.id(), e);
         qp.handle.event(QpEvent::Fatal);
@@ -665,6 +686,7 @@ pub fn start(qp: &Arc<Qp>) -> Result {
         let mut g = qp.rx.lock();
         g.d = Some(Deframer::new(cfg, KernelCrc32c::new(), 0));
         g.c = RxCtx::new();
+        g.c.await_rtr = conn.await_rtr.load(Ordering::Acquire);
     }
     let mut act = Actions::default();
     let r = conn.sock.pull_locked(&mut |b| {

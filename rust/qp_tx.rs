@@ -453,6 +453,8 @@ enum Kind {
     ReadResp,
     /// TERMINATE.
     Term,
+    /// The peer-to-peer RTR: a zero length Write, no completion.
+    Rtr,
 }
 
 /// The message being transmitted.
@@ -483,6 +485,8 @@ pub struct TxState {
     mode: MpaMode,
     /// Set by [`start`]: nothing is sent before the stream is set up.
     started: bool,
+    /// The peer-to-peer RTR is still to be sent (before any work request).
+    rtr: bool,
     scratch: [u8; SCRATCH],
 }
 
@@ -502,11 +506,13 @@ impl TxState {
             sent: 0,
             mode: MpaMode::default(),
             started: false,
+            rtr: false,
             scratch: [0; SCRATCH],
         }
     }
 
-    fn reset(&mut self, mode: MpaMode) {
+    fn reset(&mut self, mode: MpaMode, rtr: bool) {
+        self.rtr = rtr;
         self.off = 0;
         self.msn = [0; 3];
         self.job = None;
@@ -538,7 +544,7 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         markers: conn.tx_markers,
         crc: conn.crc,
     };
-    qp.tx.lock().reset(mode);
+    qp.tx.lock().reset(mode, conn.send_rtr);
     let old_o = {
         let mut orq = qp.orq.lock();
         let old = core::mem::replace(&mut orq.ents, o);
@@ -722,7 +728,7 @@ fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
             complete_active_wr(qp, job.total, wc::SUCCESS);
             false
         }
-        Kind::ReadReq => false,
+        Kind::ReadReq | Kind::Rtr => false,
         Kind::ReadResp => {
             qp.irq.lock().active = false;
             false
@@ -831,6 +837,19 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
     }
     if state != QpState::Rts {
         return Next::Idle;
+    }
+    if core::mem::take(&mut tx.rtr) {
+        // siw uses STag 1 ("some HW may treat STag 0 special"); a zero
+        // length Write's STag is not checked by the receiver.
+        return Next::Job(Job {
+            kind: Kind::Rtr,
+            sqe: empty_sqe(),
+            hdr: SegmentHeader::write(1, 0, true),
+            total: 0,
+            seg: Segmenter::new(0),
+            src: Src::None,
+            term: None,
+        });
     }
     let rr = {
         let mut irq = qp.irq.lock();

@@ -167,6 +167,8 @@ mod glue {
             umem: *mut bindings::ib_umem,
         ) -> i32;
         pub(crate) fn rsiw_mpa_crc_required() -> bool;
+        pub(crate) fn rsiw_mpa_peer_to_peer() -> bool;
+        pub(crate) fn rsiw_mpa_rev() -> u8;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
     }
 }
@@ -177,6 +179,19 @@ pub mod params {
     pub fn mpa_crc_required() -> bool {
         // SAFETY: the glue function only does a READ_ONCE of a module global.
         unsafe { super::glue::rsiw_mpa_crc_required() }
+    }
+
+    /// Whether rsiw, as initiator, asks for the peer-to-peer model
+    /// (`mpa_peer_to_peer=`).
+    pub fn mpa_peer_to_peer() -> bool {
+        // SAFETY: the glue function only does a READ_ONCE of a module global.
+        unsafe { super::glue::rsiw_mpa_peer_to_peer() }
+    }
+
+    /// The MPA revision rsiw initiates with, 1 or 2 (`mpa_rev=`).
+    pub fn mpa_rev() -> u8 {
+        // SAFETY: the glue function only does a READ_ONCE of a module global.
+        unsafe { super::glue::rsiw_mpa_rev() }
     }
 
     /// Whether rsiw asks peers for MPA markers (`mpa_markers=`).

@@ -26,6 +26,25 @@ static bool mpa_markers;
 module_param(mpa_markers, bool, 0644);
 MODULE_PARM_DESC(mpa_markers, "Ask peers for MPA markers (RFC 5044)");
 
+static bool mpa_peer_to_peer;
+module_param(mpa_peer_to_peer, bool, 0644);
+MODULE_PARM_DESC(mpa_peer_to_peer,
+		 "As initiator, ask for the RFC 6581 peer-to-peer model (zero length Write RTR)");
+
+static uint mpa_rev = 2;
+module_param(mpa_rev, uint, 0644);
+MODULE_PARM_DESC(mpa_rev, "MPA revision rsiw initiates with: 1 or 2 (default)");
+
+bool rsiw_mpa_peer_to_peer(void)
+{
+	return READ_ONCE(mpa_peer_to_peer);
+}
+
+u8 rsiw_mpa_rev(void)
+{
+	return READ_ONCE(mpa_rev) == 1 ? 1 : 2;
+}
+
 bool rsiw_mpa_crc_required(void)
 {
 	return READ_ONCE(mpa_crc_required);

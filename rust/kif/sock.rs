@@ -45,6 +45,12 @@ impl TcpState {
 #[derive(Clone, Copy)]
 pub struct SockAddr(pub(crate) bindings::__kernel_sockaddr_storage);
 
+// SAFETY: `sockaddr_storage` is plain bytes; its only pointer member
+// (`__align`) exists for alignment and is never dereferenced.
+unsafe impl Send for SockAddr {}
+// SAFETY: as above; shared references only read the bytes.
+unsafe impl Sync for SockAddr {}
+
 impl SockAddr {
     /// The address family (`AF_INET` or `AF_INET6`).
     pub fn family(&self) -> u16 {

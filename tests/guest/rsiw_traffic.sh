@@ -101,7 +101,7 @@ rstream_run() {
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 24
+ktap_set_plan 28
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -139,5 +139,18 @@ check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
 check "rsiw <-> rsiw: rstream (rsockets) 200 x 64 KiB" rstream_run
 check "rsiw <-> rsiw with CRC (mpa_crc_required=1): rping -V" eval 'del_dev dev_a; del_dev dev_b; rmmod rsiw && load_rsiw mpa_crc_required=1 && pair rsiw rsiw && rping_v'
+reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && load_rsiw "$@"; }
+# RFC 6581 peer-to-peer: the initiator sends a zero length Write as RTR;
+# the responder (rsiw or siw) reports ESTABLISHED only once it arrived.
+check "rsiw <-> rsiw peer-to-peer RTR (mpa_peer_to_peer=1): rping -V, ib_read_bw" eval \
+	'reload mpa_peer_to_peer=1 && pair rsiw rsiw && rping_v && perf ib_read_bw'
+check "rsiw client (peer-to-peer RTR) -> siw server: rping -V" eval 'pair rsiw siw && rping_v'
+# MPA revision 1 (no IRD/ORD negotiation): rsiw as responder offers its
+# maxima, so RDMA Read works (siw answers a revision 1 initiator with
+# ORD 0, so an rping against a siw server, whose server side reads, fails).
+check "rsiw <-> rsiw MPA revision 1 (mpa_rev=1): rping -V, ib_read_bw" eval \
+	'reload mpa_rev=1 && pair rsiw rsiw && rping_v && perf ib_read_bw'
+check "rsiw client MPA revision 1 -> siw server: ib_read_bw, ib_write_bw" eval \
+	'pair rsiw siw && perf ib_read_bw && perf ib_write_bw'
 check "cleanup" eval 'del_dev dev_a; del_dev dev_b; unload_rsiw && rmmod siw && topo_down'
 ktap_finished

@@ -10,7 +10,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::thread::sleep;
 use std::time::Duration;
 
-use rsiw_wire::connect::REP_KEY;
+use rsiw_wire::connect::{IrdOrd, REP_KEY};
 use rsiw_wire::error::{DdpError, LlpError, ProtocolError, RdmapError, TermCode};
 use rsiw_wire::mpa::MpaMode;
 use rsiw_wire::rdmap::ReadRequest;
@@ -52,6 +52,10 @@ pub const ALL: &[Scenario] = &[
     sc!(
         mpa_rev1,
         "valid revision 1 Request (no IRD/ORD): expect a revision 1 Reply and a working Send"
+    ),
+    sc!(
+        mpa_p2p_rtr,
+        "revision 2 Request with peer-to-peer and Write RTR: expect P2P and Write RTR in the Reply, a working Send after our zero length Write"
     ),
     sc!(
         mpa_bad_key,
@@ -332,6 +336,45 @@ fn baseline_send(ctx: &Ctx) -> Outcome {
             Ok(format!("Read Request sink STag {:#x}", rr.sink_stag))
         }
         Some(rr) => Err(format!("unexpected Read Request {rr:?}")),
+        None => Err(p.summary()),
+    }
+}
+
+fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: 16,
+            peer_to_peer: true,
+            write_rtr: true,
+            read_rtr: true,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord: Some(io),
+        } if !hdr.reject => {
+            if !(io.peer_to_peer && io.write_rtr && !io.read_rtr) {
+                return Err(format!("Reply IRD/ORD {io:?}: expected P2P with the Write RTR"));
+            }
+        }
+        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
+    }
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    // The RTR: a zero length Write to STag 1 (as siw sends it), then the
+    // rping Send.
+    let mut f = p.fpdu(&frames::write_hdr(1, 0), &[]);
+    f.extend(rping_send(&mut p));
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| {
+        p.segs().iter().any(|s| s.read_request().is_some())
+    });
+    match p.segs().iter().find_map(|s| s.read_request()) {
+        Some(_) => Ok("Reply P2P + Write RTR; Read Request after the RTR and Send".into()),
         None => Err(p.summary()),
     }
 }
