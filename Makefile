@@ -5,6 +5,8 @@
 #   make          build (or reuse) the guest kernel, then rsiw.ko here
 #   make demo     boot a guest, load rsiw.ko, create devices, show them, run traffic
 #   make check    the whole test suite (host + guest), ends in "N passed, N failed"
+#   make debug-check  the guest tests on the debug kernel only (KASAN, lockdep,
+#                 kmemleak; RSIW_DEBUG_TESTS="rsiw_x.sh ..." picks the tests)
 #   make clippy   build the module with CLIPPY=1
 #   make fmt      rustfmt the whole tree
 #   make bench    rsiw vs upstream siw perftest matrix in one guest (~25-40 min),
@@ -15,7 +17,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check hostile host-test guest-test clippy fmt clean bench
+.PHONY: all module kernel demo check debug-check hostile host-test guest-test clippy fmt clean bench
 
 all: module
 
@@ -35,6 +37,10 @@ demo: module
 
 check:
 	@$(ROOT)/tests/run-all
+
+debug-check:
+	@cargo build -q --release -p hostile-peer -p iwarp
+	@$(ROOT)/tests/run-debug
 
 hostile: module
 	@cargo build -q --release -p hostile-peer
