@@ -568,6 +568,9 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
     }
     let raddr = id.remote_addr();
     let sock = Socket::tcp(raddr.is_v6())?;
+    if raddr.is_v6() && id.afonly() {
+        sock.set_v6only()?;
+    }
     sock.bind(&id.local_addr())?;
     sock.connect(&raddr)?;
     sock.set_nodelay();
@@ -738,6 +741,11 @@ pub fn create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Listene
     let laddr = id.local_addr();
     let sock = Socket::tcp(laddr.is_v6())?;
     sock.set_reuseaddr();
+    // A consumer listening on both families (nfsd, say) asks for IPv6
+    // only on its IPv6 listener; without it the IPv4 one gets EADDRINUSE.
+    if laddr.is_v6() && id.afonly() {
+        sock.set_v6only()?;
+    }
     // rdma_cm listens on every device for a wildcard address; each device
     // takes only its own net device's connections (as siw does), so that
     // listeners of several devices can share the port.

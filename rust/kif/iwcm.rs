@@ -120,6 +120,12 @@ impl CmId {
         SockAddr(self.raw().local_addr)
     }
 
+    /// Whether an IPv6 address of this id stands for IPv6 only (the CM's
+    /// `afonly`, set by `rdma_set_afonly`).
+    pub fn afonly(&self) -> bool {
+        self.raw().afonly()
+    }
+
     /// The remote address the CM resolved.
     pub fn remote_addr(&self) -> SockAddr {
         SockAddr(self.raw().remote_addr)

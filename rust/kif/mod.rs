@@ -149,6 +149,7 @@ mod glue {
         pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
         pub(crate) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
         pub(crate) fn rsiw_sock_advmss(s: *mut bindings::socket) -> u32;
+        pub(crate) fn rsiw_sock_set_v6only(s: *mut bindings::socket) -> i32;
         pub(crate) fn rsiw_in_task() -> bool;
         pub(crate) fn rsiw_dwork_new(
             f: unsafe extern "C" fn(*mut kernel::ffi::c_void),

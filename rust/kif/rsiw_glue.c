@@ -347,6 +347,11 @@ u32 rsiw_sock_mss(struct socket *s)
 	return READ_ONCE(tcp_sk(s->sk)->mss_cache);
 }
 
+int rsiw_sock_set_v6only(struct socket *s)
+{
+	return ip6_sock_set_v6only(s->sk);
+}
+
 u32 rsiw_sock_advmss(struct socket *s)
 {
 	return READ_ONCE(tcp_sk(s->sk)->advmss);

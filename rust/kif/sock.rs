@@ -244,6 +244,13 @@ impl Socket {
         unsafe { bindings::sock_set_reuseaddr(glue::rsiw_sock_sk(self.ptr.as_ptr())) };
     }
 
+    /// An IPv6 socket that takes IPv6 peers only (`IPV6_V6ONLY`), so that
+    /// an IPv4 socket can share its port. Before `bind`.
+    pub fn set_v6only(&self) -> Result {
+        // SAFETY: live, unbound IPv6 socket; takes the socket lock itself.
+        kernel::error::to_result(unsafe { glue::rsiw_sock_set_v6only(self.ptr.as_ptr()) })
+    }
+
     /// Restricts the socket to the net device `ifindex`.
     pub fn bind_to_ifindex(&self, ifindex: i32) -> Result {
         // SAFETY: live socket with its sock; takes the socket lock itself.
