@@ -214,7 +214,9 @@ impl Cep {
                 drop(st);
                 self.close(false);
             }
-            Phase::Rdma if st.pending_established.is_some() && self.rtr_seen.load(Ordering::Acquire) => {
+            Phase::Rdma
+                if st.pending_established.is_some() && self.rtr_seen.load(Ordering::Acquire) =>
+            {
                 if let (Some((addrs, ird, ord)), Some(id)) =
                     (st.pending_established.take(), st.id.clone())
                 {

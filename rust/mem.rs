@@ -9,7 +9,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::device::{count_down, count_up, limits, Device};
-use crate::kif::{ib::RegUserMr, mem::Umem, sync::SpinLockIrq};
+use crate::kif::{
+    ib::{RegUserMr, ReregUserMr},
+    mem::Umem,
+    sync::SpinLockIrq,
+};
 use crate::verbs::Pd;
 
 /// IB access flags (`enum ib_access_flags`).
@@ -173,6 +177,57 @@ pub fn reg_user_mr(dev: &Device, mut a: RegUserMr<'_, crate::verbs::Rsiw>) -> Re
         mem.valid.store(true, Ordering::Release);
         let stag = mem.stag();
         Ok((Mr { mem }, stag))
+    })();
+    if r.is_err() {
+        count_down(&dev.num_mr);
+    }
+    r
+}
+
+/// Whether memory registered with `access` is pinned for writing (the
+/// RDMA core's `ib_access_writable`).
+fn writable(access: u32) -> bool {
+    use access::*;
+    access & (LOCAL_WRITE | REMOTE_WRITE | REMOTE_ATOMIC | MW_BIND) != 0
+}
+
+/// Re-registers a user MR (`ibv_rereg_mr`; upstream siw refuses it).
+/// New access flags that need no more of the pinned pages than they give
+/// (not writable where they were read-only) change the MR in place. A new
+/// PD, a new range, or write access on read-only pinned pages make a new
+/// MR over freshly pinned pages, with a new STag index and the same key;
+/// the RDMA core then deregisters the old MR.
+pub fn rereg_user_mr(
+    dev: &Device,
+    old: &Mr,
+    a: ReregUserMr<'_, crate::verbs::Rsiw>,
+) -> Result<Option<(Mr, u32)>> {
+    let MemKind::User(umem) = &old.mem.kind else {
+        return Err(EINVAL);
+    };
+    let old_access = old.mem.access.load(Ordering::Acquire);
+    let access = if a.new_access { a.access } else { old_access };
+    if !a.trans && !a.new_pd && (!writable(access) || writable(old_access)) {
+        old.mem.access.store(access, Ordering::Release);
+        return Ok(None);
+    }
+    let (start, len, iova) = if a.trans {
+        (a.start, a.len, a.iova)
+    } else {
+        (umem.start(), old.mem.len.get(), old.mem.va.get())
+    };
+    count_up(&dev.num_mr, limits::MAX_MR)?;
+    let r = (|| {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let umem = a.pinner.pin(start, len, access)?;
+        let mem = add_mem(dev, a.pd, iova, len, access, MemKind::User(umem), false)?;
+        mem.key
+            .store(old.mem.key.load(Ordering::Acquire), Ordering::Release);
+        mem.valid.store(true, Ordering::Release);
+        let stag = mem.stag();
+        Ok(Some((Mr { mem }, stag)))
     })();
     if r.is_err() {
         count_down(&dev.num_mr);

@@ -13,7 +13,7 @@ use crate::kif::{
     handle::QpHandle,
     ib::{
         CreateCq, CreateQp, CreateSrq, DeviceCaps, Driver, Mtu, PortInfo, QpModify, QpQuery,
-        RegUserMr, SrqAttr,
+        RegUserMr, ReregUserMr, SrqAttr,
     },
     iwcm::{CmId, ConnParam},
     net::NetDev,
@@ -202,6 +202,14 @@ impl Driver for Rsiw {
 
     fn map_mr_end(mr: &Mr, iova: u64, length: u64, page_size: u32) {
         mr.map_end(iova, length, page_size)
+    }
+
+    fn rereg_user_mr(
+        dev: &Device,
+        old: &Mr,
+        args: ReregUserMr<'_, Self>,
+    ) -> Result<Option<(Mr, u32)>> {
+        mem::rereg_user_mr(dev, old, args)
     }
 
     fn dereg_mr(dev: &Device, mr: Mr) -> Result {

@@ -228,6 +228,14 @@ pub trait Driver: 'static + Sized {
     fn map_mr_page(mr: &Self::Mr, addr: u64) -> Result;
     /// Ends mapping: the MR covers `length` octets at `iova`.
     fn map_mr_end(mr: &Self::Mr, iova: u64, length: u64, page_size: u32);
+    /// Re-registers a user MR (`ibv_rereg_mr`): `Ok(None)` when `old` was
+    /// changed in place, `Ok(Some(..))` for a replacement MR (the core
+    /// then deregisters `old`).
+    fn rereg_user_mr(
+        dev: &Self::Device,
+        old: &Self::Mr,
+        args: ReregUserMr<'_, Self>,
+    ) -> Result<Option<(Self::Mr, u32)>>;
     /// Deregisters an MR.
     fn dereg_mr(dev: &Self::Device, mr: Self::Mr) -> Result;
 
@@ -421,6 +429,31 @@ pub struct RegUserMr<'a, T: Driver> {
     /// The protection domain.
     pub pd: &'a T::Pd,
     /// Pins the memory.
+    pub pinner: Pinner,
+    /// User address.
+    pub start: u64,
+    /// Length.
+    pub len: u64,
+    /// Address the peer uses (IOVA).
+    pub iova: u64,
+    /// IB access flags.
+    pub access: u32,
+    /// The request and response channel.
+    pub udata: Udata<'a>,
+}
+
+/// Arguments of `rereg_user_mr`: what changes (`IB_MR_REREG_*`) and the
+/// new values (the others are the request's, not meaningful).
+pub struct ReregUserMr<'a, T: Driver> {
+    /// New translation: `start`, `len` and `iova` apply.
+    pub trans: bool,
+    /// New protection domain: `pd` applies (it is the MR's own otherwise).
+    pub new_pd: bool,
+    /// New access flags: `access` applies.
+    pub new_access: bool,
+    /// The protection domain the MR will belong to.
+    pub pd: &'a T::Pd,
+    /// Pins memory.
     pub pinner: Pinner,
     /// User address.
     pub start: u64,
@@ -1029,6 +1062,7 @@ fn ops<T: Driver>() -> bindings::ib_device_ops {
         get_dma_mr: Some(get_dma_mr::<T>),
         alloc_mr: Some(alloc_mr::<T>),
         map_mr_sg: Some(map_mr_sg::<T>),
+        rereg_user_mr: Some(rereg_user_mr::<T>),
         dereg_mr: Some(dereg_mr::<T>),
         iw_connect: Some(iw_connect::<T>),
         iw_accept: Some(iw_accept::<T>),

@@ -19,6 +19,8 @@ unsafe impl Sync for PagePtr {}
 /// User memory pinned for the life of a memory region.
 pub struct Umem {
     umem: NonNull<bindings::ib_umem>,
+    /// The user address the region was pinned at.
+    start: u64,
     /// Offset of the first octet within the first page.
     first_off: usize,
     len: usize,
@@ -49,6 +51,7 @@ impl Pinner {
         let npages = (first_off + len).div_ceil(PAGE_SIZE);
         let mut this = Umem {
             umem,
+            start,
             first_off,
             len,
             pages: KVVec::new(),
@@ -70,6 +73,11 @@ impl Pinner {
 }
 
 impl Umem {
+    /// The user address the region was pinned at.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
     /// Length in octets.
     pub fn len(&self) -> usize {
         self.len

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "kselftest_harness.h"
 
@@ -121,6 +123,91 @@ TEST_F(dev, bad_qp_type)
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &qa));
 	EXPECT_EQ(EOPNOTSUPP, errno);
 	EXPECT_EQ(0, ibv_destroy_cq(cq));
+}
+
+/*
+ * ibv_rereg_mr() needs a provider op that libsiw lacks, so user space can
+ * only reach the kernel's rereg_user_mr through libibverbs' exported
+ * command helper (rdma-core's private driver ABI). The command layout is
+ * the uverbs header followed by struct ib_uverbs_rereg_mr.
+ */
+struct rereg_cmd {
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 mr_handle;
+	__u32 flags;
+	__aligned_u64 start;
+	__aligned_u64 length;
+	__aligned_u64 hca_va;
+	__u32 pd_handle;
+	__u32 access_flags;
+};
+
+int ibv_cmd_rereg_mr(void *vmr, uint32_t flags, void *addr, size_t length,
+		     uint64_t hca_va, int access, struct ibv_pd *pd,
+		     void *cmd, size_t cmd_sz,
+		     struct ib_uverbs_rereg_mr_resp *resp, size_t resp_sz);
+
+static int rereg(struct ibv_mr *mr, int flags, void *addr, size_t len,
+		 int access, struct ibv_pd *pd)
+{
+	struct ib_uverbs_rereg_mr_resp resp = { 0 };
+	struct rereg_cmd cmd;
+	int r;
+
+	memset(&cmd, 0, sizeof(cmd));
+	/* struct verbs_mr starts with the struct ibv_mr */
+	r = ibv_cmd_rereg_mr(mr, flags, addr, len, (uintptr_t)addr, access, pd,
+			     &cmd, sizeof(cmd), &resp, sizeof(resp));
+	return r < 0 ? -r : r;
+}
+
+/* rereg_mr: upstream siw refuses it (EOPNOTSUPP); rsiw implements it. */
+TEST_F(dev, rereg_mr)
+{
+	const char *name = ibv_get_device_name(self->ctx->device);
+	char *a = aligned_alloc(4096, 8192), *b = aligned_alloc(4096, 16384);
+	struct ibv_pd *pd2 = ibv_alloc_pd(self->ctx);
+	struct ibv_mr *mr;
+	uint32_t k0, k1;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, pd2);
+	mr = ibv_reg_mr(self->pd, a, 8192, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	k0 = mr->lkey;
+	if (strncmp(name, "rsiw", 4)) {
+		EXPECT_EQ(EOPNOTSUPP, rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+					    IBV_ACCESS_LOCAL_WRITE, NULL));
+		goto out;
+	}
+	/* Access needing no more of the pinned pages: in place. */
+	EXPECT_EQ(0, rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, NULL));
+	EXPECT_EQ(k0, mr->lkey);
+	/* New range: a new MR, new STag index, same key. */
+	EXPECT_EQ(0, rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, b, 16384, 0, NULL));
+	k1 = mr->lkey;
+	EXPECT_NE(k0, k1);
+	EXPECT_EQ(k0 & 0xff, k1 & 0xff);
+	EXPECT_EQ(mr->lkey, mr->rkey);
+	/* New PD and remote write access together. */
+	EXPECT_EQ(0, rereg(mr, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS,
+			   NULL, 0, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE, pd2));
+	EXPECT_NE(k1, mr->lkey);
+	/* Bad arguments: no flag; remote write without local write. */
+	EXPECT_EQ(EINVAL, rereg(mr, 0, NULL, 0, 0, NULL));
+	EXPECT_EQ(EINVAL, rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+				IBV_ACCESS_REMOTE_WRITE, NULL));
+	/* The old PD is free again, the new one is held. */
+	EXPECT_EQ(EBUSY, ibv_dealloc_pd(pd2));
+out:
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+	free(a);
+	free(b);
 }
 
 TEST_HARNESS_MAIN

@@ -651,6 +651,58 @@ pub(super) unsafe extern "C" fn map_mr_sg<T: Driver>(
     r
 }
 
+/// RDMA core entry point `rereg_user_mr`.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a live user MR of a `T` device, whose
+/// uobject it holds for writing, and a live PD (the new or the MR's own).
+pub(super) unsafe extern "C" fn rereg_user_mr<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    flags: kernel::ffi::c_int,
+    start: u64,
+    len: u64,
+    iova: u64,
+    access: kernel::ffi::c_int,
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    let f = flags as u32;
+    let r = (|| {
+        // SAFETY: per the contract; every MR of this device is an
+        // `MrObj<T>`, every PD a `T::Pd` object; `udata` is this call's.
+        let (dev, old, p, udata, dev_ptr) = unsafe {
+            (
+                drv_of::<T>((*mr).device),
+                &(*mr.cast::<MrObj<T>>()).drv,
+                pd_of::<T>(pd),
+                Udata::from_raw(udata)?,
+                (*pd).device,
+            )
+        };
+        let args = ReregUserMr::<T> {
+            trans: f & bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS != 0,
+            new_pd: f & bindings::ib_mr_rereg_flags_IB_MR_REREG_PD != 0,
+            new_access: f & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0,
+            pd: p,
+            pinner: Pinner {
+                dev: NonNull::new(dev_ptr).ok_or(EINVAL)?,
+            },
+            start,
+            len,
+            iova,
+            access: access as u32,
+            udata,
+        };
+        T::rereg_user_mr(dev, old, args)
+    })();
+    match r {
+        Ok(None) => core::ptr::null_mut(),
+        Ok(Some(v)) => new_mr::<T>(Ok(v)),
+        Err(e) => e.to_ptr(),
+    }
+}
+
 /// RDMA core entry point `dereg_mr`.
 ///
 /// # Safety
