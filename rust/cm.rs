@@ -66,7 +66,6 @@ enum Rtr {
 }
 
 /// What the endpoint learned from the peer's frame.
-
 struct Peer {
     revision: u8,
     enhanced: bool,
