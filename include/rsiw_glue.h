@@ -25,8 +25,8 @@ void rsiw_xa_init_alloc1(struct xarray *xa);
 int rsiw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 max,
 			 u32 *next);
 void *rsiw_xa_erase(struct xarray *xa, unsigned long index);
-void rsiw_xa_lock(struct xarray *xa);
-void rsiw_xa_unlock(struct xarray *xa);
+unsigned long rsiw_xa_lock(struct xarray *xa);
+void rsiw_xa_unlock(struct xarray *xa, unsigned long flags);
 size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void *rsiw_page_address(struct page *page);
 /* Socket callbacks: the Rust side receives events through these. */

@@ -111,8 +111,8 @@ mod glue {
             xa: *mut bindings::xarray,
             index: kernel::ffi::c_ulong,
         ) -> *mut kernel::ffi::c_void;
-        pub(crate) fn rsiw_xa_lock(xa: *mut bindings::xarray);
-        pub(crate) fn rsiw_xa_unlock(xa: *mut bindings::xarray);
+        pub(crate) fn rsiw_xa_lock(xa: *mut bindings::xarray) -> usize;
+        pub(crate) fn rsiw_xa_unlock(xa: *mut bindings::xarray, flags: usize);
         pub(crate) fn rsiw_umem_pages(
             umem: *mut bindings::ib_umem,
             pages: *mut *mut bindings::page,

@@ -103,31 +103,45 @@ struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata)
 	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
 }
 
+/*
+ * rsiw's xarrays are looked up from process context, softirq (STag and QP
+ * lookups on receive) and with interrupts disabled (iw_cm calls get_qp
+ * under a spin_lock_irqsave), so their lock is taken irqsave.
+ */
 void rsiw_xa_init_alloc1(struct xarray *xa)
 {
-	xa_init_flags(xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	xa_init_flags(xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 }
 
 int rsiw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 max,
 			 u32 *next)
 {
-	return xa_alloc_cyclic_bh(xa, id, entry, XA_LIMIT(1, max), next,
-				  GFP_KERNEL);
+	return xa_alloc_cyclic_irq(xa, id, entry, XA_LIMIT(1, max), next,
+				   GFP_KERNEL);
 }
 
 void *rsiw_xa_erase(struct xarray *xa, unsigned long index)
 {
-	return xa_erase_bh(xa, index);
+	unsigned long flags;
+	void *entry;
+
+	xa_lock_irqsave(xa, flags);
+	entry = __xa_erase(xa, index);
+	xa_unlock_irqrestore(xa, flags);
+	return entry;
 }
 
-void rsiw_xa_lock(struct xarray *xa)
+unsigned long rsiw_xa_lock(struct xarray *xa)
 {
-	xa_lock_bh(xa);
+	unsigned long flags;
+
+	xa_lock_irqsave(xa, flags);
+	return flags;
 }
 
-void rsiw_xa_unlock(struct xarray *xa)
+void rsiw_xa_unlock(struct xarray *xa, unsigned long flags)
 {
-	xa_unlock_bh(xa);
+	xa_unlock_irqrestore(xa, flags);
 }
 
 size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)

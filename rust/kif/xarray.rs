@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! An ID-allocating `xarray` of reference-counted objects (QPs by QP number,
-//! memory objects by STag index). Lookups take the xarray lock (`_bh`, as the
-//! receive softirq looks up STags) just long enough to take a reference.
+//! memory objects by STag index). Lookups take the xarray lock (irqsave: the
+//! receive softirq looks up STags, and iw_cm asks for a QP with interrupts
+//! off) just long enough to take a reference.
 
 use core::{cell::UnsafeCell, marker::PhantomData};
 use kernel::{
@@ -84,14 +85,14 @@ impl<T: Send + Sync> XArray<T> {
         // can be erased, so the stored `Arc` keeps the object alive while
         // we take our own reference.
         unsafe {
-            glue::rsiw_xa_lock(self.xa.get());
+            let flags = glue::rsiw_xa_lock(self.xa.get());
             let p = bindings::xa_load(self.xa.get(), id as _);
             let r = if p.is_null() {
                 None
             } else {
                 Some(Arc::from(ArcBorrow::from_raw(p.cast::<T>())))
             };
-            glue::rsiw_xa_unlock(self.xa.get());
+            glue::rsiw_xa_unlock(self.xa.get(), flags);
             r
         }
     }
