@@ -254,24 +254,36 @@ void rsiw_sk_detach(struct socket *s)
 /*
  * An accepted socket is a clone of its listener: it inherits the listener's
  * hook and upcalls.  Give it the original upcalls back and no hook, so that
- * it can get its own.
+ * it can get its own.  The two callback locks are taken one after the
+ * other (never nested: they are of one lock class); the child's hook is
+ * only compared with the listener's, not followed.
  */
 void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 {
+	void (*data_ready)(struct sock *sk) = NULL;
+	void (*state_change)(struct sock *sk) = NULL;
+	void (*write_space)(struct sock *sk) = NULL;
 	struct sock *sk = child->sk;
 	struct rsiw_sk_hook *h;
 
 	read_lock_bh(&listener->sk->sk_callback_lock);
 	h = listener->sk->sk_user_data;
+	if (h) {
+		data_ready = h->data_ready;
+		state_change = h->state_change;
+		write_space = h->write_space;
+	}
+	read_unlock_bh(&listener->sk->sk_callback_lock);
+	if (!h)
+		return;
 	write_lock_bh(&sk->sk_callback_lock);
-	if (h && sk->sk_user_data == h) {
-		sk->sk_data_ready = h->data_ready;
-		sk->sk_state_change = h->state_change;
-		sk->sk_write_space = h->write_space;
+	if (sk->sk_user_data == h) {
+		sk->sk_data_ready = data_ready;
+		sk->sk_state_change = state_change;
+		sk->sk_write_space = write_space;
 		sk->sk_user_data = NULL;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
-	read_unlock_bh(&listener->sk->sk_callback_lock);
 }
 
 struct rsiw_rx_desc {
