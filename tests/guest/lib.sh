@@ -22,6 +22,10 @@ fi
 NS_A=rsiw-a NS_B=rsiw-b
 IP_A=198.18.0.1 IP_B=198.18.0.2
 
+# tmo SECS: a timeout scaled by RSIW_TIMEOUT_SCALE (the debug kernel runs
+# several times slower under TCG).
+tmo() { echo $(($1 * ${RSIW_TIMEOUT_SCALE:-1})); }
+
 in_a() { ip netns exec "$NS_A" "$@"; }
 in_b() { ip netns exec "$NS_B" "$@"; }
 

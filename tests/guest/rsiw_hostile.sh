@@ -19,7 +19,7 @@ PORT=7190
 # directions at once, the invalid-QN TERMINATE without its header copy and
 # MULPDU not enforced on receive, are fixed)
 HOSTILE_KNOWN=${HOSTILE_KNOWN-}
-HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-5}
+HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-$(tmo 5)}
 # Random-mutation mode: connections and seed (reproducible).
 HOSTILE_MUTATIONS=${HOSTILE_MUTATIONS:-150}
 HOSTILE_SEED=${HOSTILE_SEED:-20261122}
@@ -38,7 +38,7 @@ ktap_set_plan $((${#SCEN[@]} + 4))
 # serve: a persistent rping server on rsiw0 in ns B; waits until it listens.
 serve() {
 	# not via the in_b function: $! must be the process that gets the signal
-	ip netns exec "$NS_B" timeout 120 rping -s -P -a "$IP_B" -p "$PORT" >/tmp/hostile-server.out 2>&1 &
+	ip netns exec "$NS_B" timeout $(tmo 120) rping -s -P -a "$IP_B" -p "$PORT" >/tmp/hostile-server.out 2>&1 &
 	SERVER=$!
 	for _ in $(seq 50); do
 		in_b ss -ltn | grep -q ":$PORT " && return 0
@@ -101,13 +101,13 @@ grep -h '^# ' /tmp/hostile-mutate.out 2>/dev/null
 
 rping_v() {
 	PORT=7191
-	in_b timeout 60 rping -s -a "$IP_B" -p $PORT -C 20 -S 4000 -V >/tmp/hostile-server.out 2>&1 &
+	in_b timeout $(tmo 60) rping -s -a "$IP_B" -p $PORT -C 20 -S 4000 -V >/tmp/hostile-server.out 2>&1 &
 	SERVER=$!
 	for _ in $(seq 50); do
 		in_b ss -ltn | grep -q ":$PORT " && break
 		sleep 0.1
 	done
-	in_a timeout 50 rping -c -a "$IP_B" -p $PORT -C 20 -S 4000 -V >/dev/null || return 1
+	in_a timeout $(tmo 50) rping -c -a "$IP_B" -p $PORT -C 20 -S 4000 -V >/dev/null || return 1
 	wait "$SERVER"
 }
 check "afterwards: siw client -> rsiw server rping -V 20 x 4000 B" rping_v

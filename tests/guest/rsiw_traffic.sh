@@ -3,6 +3,8 @@
 # Data path: real RDMA traffic between rsiw and upstream siw in both roles
 # and between two rsiw devices, with stock librdmacm tools and perftest.
 . "$(dirname "$0")/lib.sh"
+# perftest iterations (the debug kernel run uses fewer, see tests/run-debug)
+ITERS=${RSIW_PERF_ITERS:-200}
 
 
 # pair A_TYPE B_TYPE [MODPARAMS]: rsiw/siw devices dev_a in ns A, dev_b in ns B
@@ -14,7 +16,7 @@ pair() {
 
 # serve CMD...: start a server in ns B, wait until it listens
 serve() {
-	in_b timeout 60 "$@" >/tmp/server.out 2>&1 &
+	in_b timeout $(tmo 60) "$@" >/tmp/server.out 2>&1 &
 	SERVER=$!
 	for _ in $(seq 50); do
 		in_b ss -ltn | grep -q ":$PORT " && return 0
@@ -27,14 +29,14 @@ finish() { wait "$SERVER"; }
 rping_v() {
 	PORT=7174
 	serve rping -s -a "$IP_B" -p $PORT -C 50 -S 16000
-	in_a timeout 50 rping -c -a "$IP_B" -p $PORT -C 50 -S 16000 -V >/dev/null || return 1
+	in_a timeout $(tmo 50) rping -c -a "$IP_B" -p $PORT -C 50 -S 16000 -V >/dev/null || return 1
 	finish
 }
 
 perf() { # tool
 	PORT=18515
-	serve "$1" -R -n 200 -s 65536 -d dev_b
-	in_a timeout 50 "$1" -R -n 200 -s 65536 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	serve "$1" -R -n $ITERS -s 65536 -d dev_b
+	in_a timeout $(tmo 50) "$1" -R -n $ITERS -s 65536 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		tail -5 /tmp/client.out
 		return 1
 	}
@@ -44,7 +46,7 @@ perf() { # tool
 perf_all() { # sweep message sizes 2..8 MiB
 	PORT=18515
 	serve "$1" -R -a -n 20 -d dev_b
-	in_a timeout 120 "$1" -R -a -n 20 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	in_a timeout $(tmo 120) "$1" -R -a -n 20 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		tail -5 /tmp/client.out
 		return 1
 	}
@@ -53,15 +55,15 @@ perf_all() { # sweep message sizes 2..8 MiB
 
 lat() { # tool
 	PORT=18515
-	serve "$1" -R -n 200 -s 64 -d dev_b
-	in_a timeout 50 "$1" -R -n 200 -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || return 1
+	serve "$1" -R -n $ITERS -s 64 -d dev_b
+	in_a timeout $(tmo 50) "$1" -R -n $ITERS -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || return 1
 	finish
 }
 
 cmatose() {
 	PORT=7480
 	serve ucmatose -b "$IP_B" -p $PORT -c 2 -C 10
-	in_a timeout 30 ucmatose -s "$IP_B" -b "$IP_A" -p $PORT -c 2 -C 10 >/tmp/client.out 2>&1 || {
+	in_a timeout $(tmo 30) ucmatose -s "$IP_B" -b "$IP_A" -p $PORT -c 2 -C 10 >/tmp/client.out 2>&1 || {
 		tail -5 /tmp/client.out
 		return 1
 	}
@@ -71,27 +73,27 @@ cmatose() {
 rdma_cs() {
 	PORT=7481
 	serve rdma_server -s "$IP_B" -p $PORT
-	in_a timeout 20 rdma_client -s "$IP_B" -p $PORT >/tmp/client.out 2>&1 || return 1
+	in_a timeout $(tmo 20) rdma_client -s "$IP_B" -p $PORT >/tmp/client.out 2>&1 || return 1
 	finish
 }
 
 rcopy_file() {
 	head -c 3000000 /dev/urandom >/tmp/rcopy.src
 	rm -f /tmp/rcopy.dst
-	(cd /tmp && in_b timeout 40 rcopy -p 7472) >/tmp/server.out 2>&1 &
+	(cd /tmp && in_b timeout $(tmo 40) rcopy -p 7472) >/tmp/server.out 2>&1 &
 	SERVER=$!
 	sleep 1
 	# rcopy writes the copy under the same name on the server side
-	(cd /tmp && in_a timeout 30 rcopy rcopy.src "$IP_B:rcopy.dst" -p 7472) >/tmp/client.out 2>&1 || return 1
+	(cd /tmp && in_a timeout $(tmo 30) rcopy rcopy.src "$IP_B:rcopy.dst" -p 7472) >/tmp/client.out 2>&1 || return 1
 	finish
 	cmp /tmp/rcopy.src /tmp/rcopy.dst
 }
 
 rstream_run() {
-	in_b timeout 40 rstream -b "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/server.out 2>&1 &
+	in_b timeout $(tmo 40) rstream -b "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/server.out 2>&1 &
 	SERVER=$!
 	sleep 1
-	in_a timeout 30 rstream -s "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/client.out 2>&1
+	in_a timeout $(tmo 30) rstream -s "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/client.out 2>&1
 	local rc=$?
 	finish
 	return $rc
@@ -110,7 +112,7 @@ rping_v6() {
 	in_b ip -6 addr add fd00:198:18::2/64 dev vb nodad 2>/dev/null
 	PORT=7500
 	serve rping -s -a fd00:198:18::2 -p $PORT -C 10 -S 2000
-	in_a timeout 20 rping -c -a fd00:198:18::2 -p $PORT -C 10 -S 2000 -V >/dev/null || return 1
+	in_a timeout $(tmo 20) rping -c -a fd00:198:18::2 -p $PORT -C 10 -S 2000 -V >/dev/null || return 1
 	finish
 }
 
