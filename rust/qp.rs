@@ -656,11 +656,16 @@ impl Qp {
                     mr,
                     key,
                     access: acc,
+                    iova,
+                    length,
                 } => {
                     sqe.opcode = op::REG_MR;
                     sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
                     sqe.rkey = key;
                     sqe.access = (acc & access::IWARP_MASK) as u64;
+                    // The region as the request sees it (see `qp_tx::reg_mr`).
+                    sqe.sge[0].addr = iova;
+                    sqe.sge[0].length = u32::try_from(length).unwrap_or(u32::MAX);
                 }
             }
             if let Some((data, len)) = wr.inline {

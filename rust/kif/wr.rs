@@ -46,6 +46,12 @@ pub enum SendKind {
         key: u32,
         /// IB access flags.
         access: u32,
+        /// The region's IOVA when the request was posted (consumers may
+        /// change it after `ib_map_mr_sg`: xprtrdma puts the XID in the
+        /// upper 32 bits).
+        iova: u64,
+        /// The region's length when the request was posted.
+        length: u64,
     },
 }
 
@@ -173,10 +179,16 @@ impl SendWrs<'_> {
             bindings::ib_wr_opcode_IB_WR_REG_MR => {
                 // SAFETY: REG_MR is posted in an `ib_reg_wr`.
                 let r = unsafe { &*core::ptr::from_ref(w).cast::<bindings::ib_reg_wr>() };
+                let mr = NonNull::new(r.mr).ok_or(EINVAL)?;
+                // SAFETY: the consumer keeps the MR alive until the work
+                // request completes (RDMA core contract).
+                let (iova, length) = unsafe { ((*mr.as_ptr()).iova, (*mr.as_ptr()).length) };
                 SendKind::RegMr {
-                    mr: MrHandle(NonNull::new(r.mr).ok_or(EINVAL)?),
+                    mr: MrHandle(mr),
                     key: r.key,
                     access: r.access as u32,
+                    iova,
+                    length,
                 }
             }
             _ => return Err(EINVAL),
