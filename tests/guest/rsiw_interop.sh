@@ -9,7 +9,7 @@
 #  - riostream (rsockets RIO) and rdma_xserver/rdma_xclient (RC mode);
 #  - NFS over RDMA: kernel nfsd with an RDMA listener on rsiw in ns B,
 #    an NFSv4 mount with -o rdma from the initial namespace, data written
-#    and read back (skipped for now, see the known bug at the data test).
+#    and read back.
 # Runtime in the TCG guest (2 vCPUs, host busy with other guests): 628 s
 # measured for the whole qemu-images/run (NFS data test skipped).
 #
@@ -294,19 +294,9 @@ else
 	ktap_test_fail "$NFS_DESC"
 fi
 check "NFS/RDMA: NFSv4 mount -o rdma from the initial namespace" nfs_mount
-# Known bug: rsiw's REG_MR keeps the iova the MR got at ib_map_mr_sg time;
-# xprtrdma rewrites ibmr->iova (XID in the upper 32 bits) before posting
-# REG_MR, and the server's RDMA Read of a write chunk then fails the
-# client's bounds check ("bad Read Request ... BaseBounds", TERMINATE),
-# the client reconnects and retransmits forever and cp never returns.
-# Small (inline) RPCs work, so the mount does. RSIW_NFS_DATA=1 runs the
-# data test anyway.
-NFS_DATA_DESC="NFS/RDMA: 4 MiB written and read back, checksums equal"
-if [ "${RSIW_NFS_DATA:-0}" = 1 ]; then
-	check "$NFS_DATA_DESC" nfs_data
-else
-	ktap_test_skip "$NFS_DATA_DESC: known bug: rsiw REG_MR ignores the iova set after ib_map_mr_sg (chunk RDMA Read fails BaseBounds)"
-fi
+# Writes go through RDMA Read of write chunks registered with REG_MR
+# (xprtrdma puts the XID in the upper bits of the IOVA before posting it).
+check "NFS/RDMA: 4 MiB written and read back, checksums equal" nfs_data
 check "NFS/RDMA: unmounted, nfsd stopped, modules unloaded" nfs_stop
 
 check "cleanup" eval 'del_dev dev_a; del_dev dev_b; unload_rsiw && rmmod siw && topo_down && rm -rf $CAPD'
