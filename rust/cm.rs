@@ -569,6 +569,9 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
     }
     let raddr = id.remote_addr();
     let sock = Socket::tcp(raddr.is_v6())?;
+    // rdma_cm may hand out a local port still in TIME_WAIT from an
+    // earlier connection (as siw, allow it).
+    sock.set_reuseaddr();
     if raddr.is_v6() && id.afonly() {
         sock.set_v6only()?;
     }
