@@ -7,6 +7,7 @@
 #   make check    the whole test suite (host + guest), ends in "N passed, N failed"
 #   make debug-check  the guest tests on the debug kernel only (KASAN, lockdep,
 #                 kmemleak; RSIW_DEBUG_TESTS="rsiw_x.sh ..." picks the tests)
+#   make soak     only the stress guest test, with a STRESS_SOAK_SECS (default 600) soak
 #   make clippy   build the module with CLIPPY=1
 #   make fmt      rustfmt the whole tree
 #   make bench    rsiw vs upstream siw perftest matrix in one guest (~25-40 min),
@@ -17,7 +18,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check debug-check hostile host-test guest-test clippy fmt clean bench
+.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench
 
 all: module
 
@@ -45,6 +46,12 @@ debug-check:
 hostile: module
 	@cargo build -q --release -p hostile-peer
 	@$(ROOT)/qemu-images/run -t 1200 "$(ROOT)/tests/guest/run_tests.sh rsiw_hostile.sh"
+
+# The stress suite (tests/guest/rsiw_stress.sh) with a long soak; `make check`
+# runs it with a 20 s one.
+soak: module
+	@$(ROOT)/qemu-images/run -t $$(( $${STRESS_SOAK_SECS:-600} + 1500 )) \
+		"STRESS_SOAK_SECS=$${STRESS_SOAK_SECS:-600} $(ROOT)/tests/guest/run_tests.sh rsiw_stress.sh"
 
 fmt:
 	@rustfmt --edition 2021 $(ROOT)/rust/rsiw_main.rs
