@@ -359,7 +359,9 @@ fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
             ird_ord: Some(io),
         } if !hdr.reject => {
             if !(io.peer_to_peer && io.write_rtr && !io.read_rtr) {
-                return Err(format!("Reply IRD/ORD {io:?}: expected P2P with the Write RTR"));
+                return Err(format!(
+                    "Reply IRD/ORD {io:?}: expected P2P with the Write RTR"
+                ));
             }
         }
         o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
