@@ -664,8 +664,10 @@ impl Qp {
                     sqe.rkey = key;
                     sqe.access = (acc & access::IWARP_MASK) as u64;
                     // The region as the request sees it (see `qp_tx::reg_mr`).
-                    sqe.sge[0].addr = iova;
-                    sqe.sge[0].length = u32::try_from(length).unwrap_or(u32::MAX);
+                    // In `siw_sqe`, `access` shares its union with sge[0]:
+                    // the values go into sge[1].
+                    sqe.sge[1].addr = iova;
+                    sqe.sge[1].length = u32::try_from(length).unwrap_or(u32::MAX);
                 }
             }
             if let Some((data, len)) = wr.inline {

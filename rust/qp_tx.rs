@@ -1053,8 +1053,8 @@ fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
     // IOVA and length as the consumer set them before posting (as siw,
     // which reloads them from the ib_mr here): the page offset is the one
     // `ib_map_mr_sg` mapped, the upper bits may differ.
-    mem.va.set(sqe.sge[0].addr);
-    mem.len.set(u64::from(sqe.sge[0].length));
+    mem.va.set(sqe.sge[1].addr);
+    mem.len.set(u64::from(sqe.sge[1].length));
     mem.access
         .store(sqe.access as u32 & access::IWARP_MASK, Ordering::Release);
     mem.valid.store(true, Ordering::Release);
