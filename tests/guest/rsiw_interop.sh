@@ -8,8 +8,8 @@
 #    every CRC good, markers where negotiated;
 #  - riostream (rsockets RIO) and rdma_xserver/rdma_xclient (RC mode);
 #  - NFS over RDMA: kernel nfsd with an RDMA listener on rsiw in ns B,
-#    an NFSv4 mount with -o rdma from the initial namespace (the data test
-#    is skipped: known bug, see there).
+#    an NFSv4 mount with -o rdma from the initial namespace; 4 MiB written
+#    and read back with RSIW_NFS_DATA=1 (opt-in, see there).
 # Runtime in the TCG guest (2 vCPUs, host busy with other guests): 628 s
 # measured for the whole qemu-images/run (NFS data test skipped).
 #
@@ -145,10 +145,14 @@ decode() {
 
 # rsockets RIO: riostream with data verification
 rio() {
-	in_b timeout 40 riostream -b "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/server.out 2>&1 &
+	in_b timeout $(tmo 40) riostream -b "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/server.out 2>&1 &
 	SERVER=$!
-	sleep 1
-	in_a timeout 30 riostream -s "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/client.out 2>&1 || {
+	# a fixed "sleep 1" sometimes lost the race with the server's listen
+	for _ in $(seq 50); do
+		in_b ss -ltn | grep -q ":7490 " && break
+		sleep 0.1
+	done
+	in_a timeout $(tmo 30) riostream -s "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/client.out 2>&1 || {
 		tail -3 /tmp/client.out
 		return 1
 	}
@@ -294,19 +298,17 @@ else
 	ktap_test_fail "$NFS_DESC"
 fi
 check "NFS/RDMA: NFSv4 mount -o rdma from the initial namespace" nfs_mount
-# Known bug: NFS writes go through the server's RDMA Read (with local
-# invalidate) of the client's write chunks. With REG_MR now taking the
-# IOVA xprtrdma rewrites (XID in the upper bits) the client answers, but
-# the server's READ_LOCAL_INV fails locally (LOC_LEN_ERR on its sink MR),
-# the connection is terminated and re-established in a loop, and
-# rpcrdma's send completion handler then oopses (NULL dereference in
-# rpcrdma_sendctx_dma_unmap). Small (inline) RPCs work, so the mount does.
-# RSIW_NFS_DATA=1 runs the data test anyway (it may crash the guest).
+# NFS writes go through the server's RDMA Read (with local invalidate) of
+# the client's write chunks, registered with REG_MR after xprtrdma put the
+# XID in the IOVA's upper bits. Two rsiw REG_MR bugs made this loop on
+# TERMINATE and reconnect (and rpcrdma then oopsed); both are fixed, but
+# the data test has not passed a run yet, so it stays opt-in:
+# RSIW_NFS_DATA=1.
 NFS_DATA_DESC="NFS/RDMA: 4 MiB written and read back, checksums equal"
 if [ "${RSIW_NFS_DATA:-0}" = 1 ]; then
 	check "$NFS_DATA_DESC" nfs_data
 else
-	ktap_test_skip "$NFS_DATA_DESC: known bug: the server's READ_LOCAL_INV of a write chunk fails LOC_LEN_ERR (RSIW_NFS_DATA=1 runs it)"
+	ktap_test_skip "$NFS_DATA_DESC: opt-in (RSIW_NFS_DATA=1), not yet seen passing"
 fi
 check "NFS/RDMA: unmounted, nfsd stopped, modules unloaded" nfs_stop
 
