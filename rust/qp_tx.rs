@@ -693,6 +693,12 @@ pub fn run(qp: &Arc<Qp>) {
             Ok(true) => {
                 let Some(job) = tx.job.take() else { continue };
                 if finish_job(qp, job) {
+                    // After the TERMINATE: error and close, without the
+                    // transmit lock (the CM's endpoint lock is taken
+                    // before it on the accept path).
+                    drop(tx);
+                    qp.set_error();
+                    qp.drop_conn();
                     return;
                 }
             }
@@ -721,7 +727,7 @@ pub fn run(qp: &Arc<Qp>) {
 }
 
 /// Handles a job whose last octet went to TCP; `true` when the QP is done
-/// (after a TERMINATE).
+/// (after a TERMINATE: the caller moves it to error and closes).
 fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
     match job.kind {
         Kind::Wr => {
@@ -733,11 +739,7 @@ fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
             qp.irq.lock().active = false;
             false
         }
-        Kind::Term => {
-            qp.set_error();
-            qp.drop_conn();
-            true
-        }
+        Kind::Term => true,
     }
 }
 
