@@ -220,15 +220,7 @@ impl Cep {
                     (st.pending_established.take(), st.id.clone())
                 {
                     drop(st);
-                    let ev = CmEvent {
-                        kind: CmEventKind::Established,
-                        status: 0,
-                        addrs: Some(addrs),
-                        pdata: &[],
-                        ird: ird.min(255) as u8,
-                        ord: ord.min(255) as u8,
-                    };
-                    let _ = id.event::<Cep>(&ev, None);
+                    report_established(&id, addrs, ird, ord);
                 }
                 // Look at the socket state too.
                 self.kick();
@@ -671,6 +663,13 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         return Ok(());
     }
     drop(st);
+    report_established(&id, addrs, ird, ord);
+    Ok(())
+}
+
+/// Responder: tells the CM the connection is up (at accept, or when the
+/// peer-to-peer RTR arrived).
+fn report_established(id: &CmId, addrs: (SockAddr, SockAddr), ird: u32, ord: u32) {
     let ev = CmEvent {
         kind: CmEventKind::Established,
         status: 0,
@@ -680,7 +679,6 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         ord: ord.min(255) as u8,
     };
     let _ = id.event::<Cep>(&ev, None);
-    Ok(())
 }
 
 /// `iw_reject`: refuse a connect request with private data.
