@@ -18,7 +18,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench
+.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench fuzz miri
 
 all: module
 
@@ -52,6 +52,15 @@ hostile: module
 soak: module
 	@$(ROOT)/qemu-images/run -t $$(( $${STRESS_SOAK_SECS:-600} + 1500 )) \
 		"STRESS_SOAK_SECS=$${STRESS_SOAK_SECS:-600} $(ROOT)/tests/guest/run_tests.sh rsiw_stress.sh"
+
+# The wire core's cargo-fuzz targets, FUZZ_SECS (default 600) each; the
+# corpus they grow is replayed by `cargo test` (and so by `make check`).
+fuzz:
+	@$(ROOT)/tests/host/fuzz
+
+# The wire core's host tests under Miri (also part of `make check`).
+miri:
+	@$(ROOT)/tests/host/miri
 
 fmt:
 	@rustfmt --edition 2021 $(ROOT)/rust/rsiw_main.rs

@@ -1,22 +1,40 @@
-//! Replays every file of `fuzz/corpus/rx/` through the fuzz body on stable,
+//! Replays every file of `fuzz/corpus/{rx,connect,tx}/` through the fuzz
+//! bodies on stable,
 //! plus a long random-mutation loop (`--ignored`) as a libFuzzer-free
 //! fallback.
 
 use std::path::Path;
 
-#[test]
-fn replay_rx_corpus() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/rx");
+/// Runs `body` on every file of `fuzz/corpus/<target>/`.
+fn replay(target: &str, body: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
     let mut n = 0;
     for e in std::fs::read_dir(&dir).expect("corpus dir") {
         let p = e.unwrap().path();
         if p.is_file() {
             let d = std::fs::read(&p).unwrap();
-            rsiw_wire::fuzzing::rx_one(&d);
+            body(&d);
             n += 1;
         }
     }
     assert!(n > 0, "empty corpus at {}", dir.display());
+}
+
+#[test]
+fn replay_rx_corpus() {
+    replay("rx", rsiw_wire::fuzzing::rx_one);
+}
+
+#[test]
+fn replay_connect_corpus() {
+    replay("connect", rsiw_wire::fuzzing::connect_one);
+}
+
+#[test]
+fn replay_tx_corpus() {
+    replay("tx", rsiw_wire::fuzzing::tx_one);
 }
 
 struct Rng(u64);

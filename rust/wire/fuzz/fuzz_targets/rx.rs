@@ -1,5 +1,6 @@
-//! Arbitrary bytes, cut into arbitrary chunks, through the receive
-//! deframer and parsers with all marker/CRC combinations.
+//! See `rsiw_wire::fuzzing::rx_one`: arbitrary bytes, cut into arbitrary
+//! chunks, through the receive deframer and parsers with all marker/CRC
+//! combinations.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,0 +1,8 @@
+//! See `rsiw_wire::fuzzing::tx_one`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    rsiw_wire::fuzzing::tx_one(data);
+});
