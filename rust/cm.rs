@@ -434,7 +434,7 @@ impl Cep {
             }
             inner.ird = ird;
             inner.ord = ord;
-            inner.state = QpState::Rts;
+            qp.put_state(&mut inner, QpState::Rts);
         }
         *qp.conn.lock() = Some(conn.clone());
         conn.sock.attach(qp.clone())?;

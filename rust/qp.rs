@@ -4,7 +4,7 @@
 //! machine (RTS only through the connection manager), flushing on error,
 //! and posting of kernel work requests.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -26,7 +26,7 @@ use crate::kif::{
 };
 use crate::mem::{access, Mem};
 use crate::qp_rx::RxState;
-use crate::qp_tx::{Irq, Orq, TxState};
+use crate::qp_tx::{Irq, Orq, TxState, WrRef};
 use crate::srq::Srq;
 use crate::verbs::Rsiw;
 
@@ -89,6 +89,21 @@ pub enum QpState {
 }
 
 impl QpState {
+    /// The state stored as `s as u8` (an unknown value reads as Error).
+    fn from_u8(v: u8) -> Self {
+        [
+            Self::Idle,
+            Self::Rtr,
+            Self::Rts,
+            Self::Closing,
+            Self::Terminate,
+            Self::Error,
+        ]
+        .get(usize::from(v))
+        .copied()
+        .unwrap_or(Self::Error)
+    }
+
     fn ib(self) -> IbQpState {
         match self {
             Self::Idle => IbQpState::Init,
@@ -203,6 +218,10 @@ pub struct Qp {
     /// Mutable state.
     #[pin]
     pub inner: SpinLockIrq<QpInner>,
+    /// `inner.state`, readable without the lock (the data path looks at
+    /// the state on every message); written only together with it, see
+    /// [`Qp::put_state`].
+    state_now: AtomicU8,
     #[pin]
     mappings: Mutex<KVec<UserMapping>>,
     /// The connection, while in RTS (and until teardown).
@@ -211,6 +230,9 @@ pub struct Qp {
     /// Receive side state (deframer, message in progress).
     #[pin]
     pub rx: SpinLockIrq<RxState>,
+    /// Receiving has started (`rx` has its deframer): the socket upcall
+    /// may take data out of TCP.
+    pub rx_ready: AtomicBool,
     /// Transmit side state (work request in progress).
     #[pin]
     pub tx: Mutex<TxState>,
@@ -324,6 +346,7 @@ impl Qp {
                 caps,
                 mem_xa: dev.mem_xa.clone(),
                 handle: a.handle.clone(),
+                state_now: AtomicU8::new(QpState::Idle as u8),
                 inner <- crate::new_spinlock_irq!(QpInner {
                     state: QpState::Idle,
                     sq_put: 0,
@@ -337,6 +360,7 @@ impl Qp {
                 mappings <- new_mutex!(mappings),
                 conn <- crate::new_spinlock_irq!(None),
                 rx <- crate::new_spinlock_irq!(RxState::new()),
+                rx_ready: AtomicBool::new(false),
                 tx <- new_mutex!(TxState::new()),
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),
@@ -376,14 +400,14 @@ impl Qp {
             drop(inner);
             self.flush_sq();
             self.flush_rq();
-            self.inner.lock().state = QpState::Idle;
+            self.put_state(&mut self.inner.lock(), QpState::Idle);
             return Ok(());
         }
         match (inner.state, to) {
             // RTS needs a connection: only the connection manager gets there.
             (QpState::Idle | QpState::Rtr, QpState::Rts) => Err(EINVAL),
             (QpState::Idle | QpState::Rtr, QpState::Error) => {
-                inner.state = QpState::Error;
+                self.put_state(&mut inner, QpState::Error);
                 drop(inner);
                 self.flush_rq();
                 Ok(())
@@ -392,20 +416,20 @@ impl Qp {
             // which the CM reports with a CLOSE event once the socket is
             // gone (the iWARP CM waits for it).
             (QpState::Rts, QpState::Closing) => {
-                inner.state = QpState::Closing;
+                self.put_state(&mut inner, QpState::Closing);
                 drop(inner);
                 self.flush_rq();
                 self.request_close();
                 Ok(())
             }
             (QpState::Rts, QpState::Terminate) => {
-                inner.state = QpState::Terminate;
+                self.put_state(&mut inner, QpState::Terminate);
                 drop(inner);
                 self.request_close();
                 Ok(())
             }
             (QpState::Rts | QpState::Terminate | QpState::Closing, QpState::Error) => {
-                inner.state = QpState::Error;
+                self.put_state(&mut inner, QpState::Error);
                 drop(inner);
                 self.flush_sq();
                 self.flush_rq();
@@ -413,7 +437,7 @@ impl Qp {
                 Ok(())
             }
             (QpState::Closing, QpState::Idle) => {
-                inner.state = QpState::Idle;
+                self.put_state(&mut inner, QpState::Idle);
                 Ok(())
             }
             (QpState::Closing, QpState::Closing) => Ok(()),
@@ -425,14 +449,21 @@ impl Qp {
     /// Moves the QP to error and flushes both queues (teardown, fatal
     /// errors).
     pub fn set_error(&self) {
-        self.inner.lock().state = QpState::Error;
+        self.put_state(&mut self.inner.lock(), QpState::Error);
         self.flush_sq();
         self.flush_rq();
     }
 
-    /// Current state.
+    /// Current state (a snapshot: decisions that must not race with a
+    /// state change look at `inner.state` under the lock).
     pub fn state(&self) -> QpState {
-        self.inner.lock().state
+        QpState::from_u8(self.state_now.load(Ordering::Acquire))
+    }
+
+    /// Sets the state; `inner` is the locked [`Qp::inner`].
+    pub fn put_state(&self, inner: &mut QpInner, s: QpState) {
+        inner.state = s;
+        self.state_now.store(s as u8, Ordering::Release);
     }
 
     /// Query results.
@@ -455,7 +486,7 @@ impl Qp {
     /// Completes a send queue element into the send CQ (when signalled or
     /// failed) and gives the slot back.
     pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: u16) -> Result {
-        let r = self.complete_sqe_copy(sqe, bytes, status);
+        let r = self.complete_wr(WrRef::of(sqe), bytes, status);
         self.sq.set_flags(i, 0);
         r
     }
@@ -481,18 +512,18 @@ impl Qp {
 
     /// Completes a send work request whose queue slot was already given
     /// back (RDMA Reads, completed from the ORQ by their Read Response).
-    pub fn complete_sqe_copy(&self, sqe: &Sqe, bytes: u32, status: u16) -> Result {
-        if sqe.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
+    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: u16) -> Result {
+        if wr.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
             let c = Cqe {
-                id: sqe.id,
+                id: wr.id,
                 flags: 0,
-                opcode: sqe.opcode,
+                opcode: wr.opcode,
                 status,
                 bytes,
                 imm_or_inval: 0,
                 qp: self.cqe_qp(),
             };
-            self.scq.push(&c, sqe.flags)
+            self.scq.push(&c, wr.flags)
         } else {
             Ok(())
         }
@@ -790,7 +821,10 @@ impl Qp {
 
     /// Drops the connection: the socket's upcalls go back to TCP and the
     /// socket is closed once the last user lets go.
-    pub fn drop_conn(&self) {
+    pub fn drop_conn(self: &Arc<Self>) {
+        // A TERMINATE still queued goes out before the close (the transmit
+        // work closes the connection itself once it is sent).
+        crate::qp_tx::run(self);
         let c = self.conn.lock().take();
         if let Some(c) = c {
             c.sock.detach();

@@ -338,16 +338,25 @@ impl Sink<'_> {
         } else {
             wc::SUCCESS
         };
-        let _ = self.qp.complete_rqe(&m.rqe, m.processed, inval, status);
         match err {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
+            Some(e) => {
+                // Completed after the TERMINATE is queued (see `after`).
+                self.act.failed = Some((m.rqe, m.processed, status));
+                Err(e.into())
+            }
+            None => {
+                let _ = self.qp.complete_rqe(&m.rqe, m.processed, inval, status);
+                Ok(())
+            }
         }
     }
 
     /// Completes the ORQ head (its Read Response is complete).
     fn finish_read(&mut self) -> Result<(), ProtocolError> {
-        let e = self.qp.orq.lock().pop();
+        let (e, stalled) = self.qp.orq.lock().pop_wake();
+        // Wake the transmit work only if it waits for this ORD slot (or
+        // the fence): most Reads complete with nothing queued behind.
+        self.act.wake_tx |= stalled;
         let Some(e) = e else { return Ok(()) };
         let mut status = wc::SUCCESS;
         if e.opcode == op::READ_LOCAL_INV {
@@ -358,9 +367,7 @@ impl Sink<'_> {
                 _ => status = wc::GENERAL_ERR,
             }
         }
-        let _ = self.qp.complete_sqe_copy(&e.sqe(), e.placed, status);
-        // An ORD slot is free (and a fence may be lifted).
-        self.act.wake_tx = true;
+        let _ = self.qp.complete_wr(e.wr(), e.placed, status);
         if status != wc::SUCCESS {
             return Err(RdmapError::LocalCatastrophic.into());
         }
@@ -571,9 +578,6 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 
 /// Does what `feed` collected, without the receive lock.
 fn after(qp: &Arc<Qp>, act: Actions) {
-    if let Some((rqe, bytes, status)) = act.failed {
-        let _ = qp.complete_rqe(&rqe, bytes, None, status);
-    }
     let mut wake = act.wake_tx;
     if act.rtr {
         if let Some(conn) = qp.conn() {
@@ -592,6 +596,11 @@ fn after(qp: &Arc<Qp>, act: Actions) {
             on_llp_close(qp);
         }
     }
+    // A receive that failed completes only now: an application that
+    // disconnects as soon as it sees the error finds the TERMINATE queued.
+    if let Some((rqe, bytes, status)) = act.failed {
+        let _ = qp.complete_rqe(&rqe, bytes, None, status);
+    }
     if act.terminated {
         qp.handle.event(QpEvent::Fatal);
         qp.set_error();
@@ -604,7 +613,7 @@ fn after(qp: &Arc<Qp>, act: Actions) {
 
 impl SockEvents for Qp {
     fn data_ready(this: ArcBorrow<'_, Self>, rx: &mut SockRx<'_>) {
-        if this.rx.lock().d.is_none() {
+        if !this.rx_ready.load(Ordering::Acquire) {
             // Not started: `start` picks the data up.
             return;
         }
@@ -688,6 +697,7 @@ pub fn start(qp: &Arc<Qp>) -> Result {
         g.c = RxCtx::new();
         g.c.await_rtr = conn.await_rtr.load(Ordering::Acquire);
     }
+    qp.rx_ready.store(true, Ordering::Release);
     let mut act = Actions::default();
     let r = conn.sock.pull_locked(&mut |b| {
         feed(qp, b, &mut act);

@@ -212,18 +212,12 @@ pub struct OrqEntry {
 }
 
 impl OrqEntry {
-    /// A send queue element for the completion.
-    pub fn sqe(&self) -> Sqe {
-        Sqe {
+    /// What its completion needs.
+    pub fn wr(&self) -> WrRef {
+        WrRef {
             id: self.id,
             flags: self.flags,
-            num_sge: 1,
             opcode: self.opcode,
-            rkey: 0,
-            raddr: 0,
-            sge: [self.sink; MAX_SGE],
-            access: 0,
-            inline: [0; MAX_INLINE],
         }
     }
 }
@@ -237,6 +231,9 @@ pub struct Orq {
     /// whoever takes it completes it (the transmit work when the last
     /// octet went to TCP, [`flush_orq`] when the QP goes to error).
     active: Option<WrRef>,
+    /// The transmit work stopped at a Read (ORD reached) or a fenced work
+    /// request: the Read Response that frees a slot wakes it.
+    stalled: bool,
 }
 
 /// What a completion needs of a work request whose slot was given back.
@@ -251,21 +248,13 @@ pub struct WrRef {
 }
 
 impl WrRef {
-    fn of(sqe: &Sqe) -> Self {
+    /// The reference of a send queue element.
+    pub fn of(sqe: &Sqe) -> Self {
         Self {
             id: sqe.id,
             flags: sqe.flags,
             opcode: sqe.opcode,
         }
-    }
-
-    /// A send queue element for the completion.
-    pub fn sqe(&self) -> Sqe {
-        let mut s = empty_sqe();
-        s.id = self.id;
-        s.flags = self.flags;
-        s.opcode = self.opcode;
-        s
     }
 }
 
@@ -289,7 +278,15 @@ impl Orq {
             head: 0,
             len: 0,
             active: None,
+            stalled: false,
         }
+    }
+
+    /// Removes the oldest outstanding Read; also says whether the
+    /// transmit work waits for that (see `stalled`).
+    pub fn pop_wake(&mut self) -> (Option<OrqEntry>, bool) {
+        let e = self.pop();
+        (e, core::mem::take(&mut self.stalled))
     }
 
     /// Outstanding Reads.
@@ -551,6 +548,7 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         orq.head = 0;
         orq.len = 0;
         orq.active = None;
+        orq.stalled = false;
         old
     };
     let old_r = {
@@ -580,7 +578,7 @@ pub fn flush_orq(qp: &Qp) {
     loop {
         let e = qp.orq.lock().pop();
         let Some(e) = e else { break };
-        if qp.complete_sqe_copy(&e.sqe(), 0, wc::WR_FLUSH_ERR).is_err() {
+        if qp.complete_wr(e.wr(), 0, wc::WR_FLUSH_ERR).is_err() {
             break;
         }
     }
@@ -591,7 +589,7 @@ pub fn flush_orq(qp: &Qp) {
 fn flush_active_wr(qp: &Qp) {
     let wr = qp.orq.lock().active.take();
     if let Some(wr) = wr {
-        let _ = qp.complete_sqe_copy(&wr.sqe(), 0, wc::WR_FLUSH_ERR);
+        let _ = qp.complete_wr(wr, 0, wc::WR_FLUSH_ERR);
     }
 }
 
@@ -600,7 +598,7 @@ fn flush_active_wr(qp: &Qp) {
 fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
     let wr = qp.orq.lock().active.take();
     if let Some(wr) = wr {
-        let _ = qp.complete_sqe_copy(&wr.sqe(), bytes, status);
+        let _ = qp.complete_wr(wr, bytes, status);
     }
 }
 
@@ -618,7 +616,7 @@ pub fn queue_terminate(
     {
         let mut inner = qp.inner.lock();
         match inner.state {
-            QpState::Rts | QpState::Closing => inner.state = QpState::Terminate,
+            QpState::Rts | QpState::Closing => qp.put_state(&mut inner, QpState::Terminate),
             _ => return false,
         }
     }
@@ -667,7 +665,12 @@ pub fn run(qp: &Arc<Qp>) {
     // Bound the work done per run so one QP cannot hog the workqueue.
     let mut rounds = 0u32;
     loop {
-        let state = qp.state();
+        let mut state = qp.state();
+        if matches!(state, QpState::Error | QpState::Closing) && term_pending(qp, &tx) {
+            // The application closed or errored the QP right after the
+            // error that queued a TERMINATE: it still goes out first.
+            state = QpState::Terminate;
+        }
         if !matches!(state, QpState::Rts | QpState::Terminate) {
             if tx.job.take().is_some() {
                 flush_active_wr(qp);
@@ -691,8 +694,12 @@ pub fn run(qp: &Arc<Qp>) {
         }
         match send_batch(&conn, &mut tx) {
             Ok(true) => {
-                let Some(job) = tx.job.take() else { continue };
-                if finish_job(qp, job) {
+                // Dropped in place: a job is a few hundred octets.
+                let Some((kind, total)) = tx.job.as_ref().map(|j| (j.kind, j.total)) else {
+                    continue;
+                };
+                tx.job = None;
+                if finish_job(qp, kind, total) {
                     // After the TERMINATE: error and close, without the
                     // transmit lock (the CM's endpoint lock is taken
                     // before it on the accept path).
@@ -726,12 +733,18 @@ pub fn run(qp: &Arc<Qp>) {
     }
 }
 
-/// Handles a job whose last octet went to TCP; `true` when the QP is done
-/// (after a TERMINATE: the caller moves it to error and closes).
-fn finish_job(qp: &Arc<Qp>, job: Job) -> bool {
-    match job.kind {
+/// Whether a TERMINATE is queued or being sent.
+fn term_pending(qp: &Qp, tx: &TxState) -> bool {
+    tx.job.as_ref().is_some_and(|j| j.kind == Kind::Term) || qp.irq.lock().term.is_some()
+}
+
+/// Handles a job (of `kind`, `total` octets) whose last octet went to
+/// TCP; `true` when the QP is done (after a TERMINATE: the caller moves it
+/// to error and closes).
+fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
+    match kind {
         Kind::Wr => {
-            complete_active_wr(qp, job.total, wc::SUCCESS);
+            complete_active_wr(qp, total, wc::SUCCESS);
             false
         }
         Kind::ReadReq | Kind::Rtr => false,
@@ -765,7 +778,7 @@ fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
 /// Takes slot `idx` and completes its work request at once.
 fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
     if claim(qp, idx, None) {
-        let _ = qp.complete_sqe_copy(sqe, 0, status);
+        let _ = qp.complete_wr(WrRef::of(sqe), 0, status);
     }
 }
 
@@ -825,7 +838,21 @@ fn resolve_sgl(qp: &Qp, sqe: &Sqe, need: u32) -> core::result::Result<(Src, u32)
 
 /// Finds the next message to send.
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
-    let term = qp.irq.lock().term.take();
+    // One look at the IRQ for a TERMINATE and, in RTS, a Read Request.
+    let (term, rr) = {
+        let mut irq = qp.irq.lock();
+        match irq.term.take() {
+            Some(t) => (Some(t), None),
+            None if state == QpState::Rts && !tx.rtr => {
+                let e = irq.pop();
+                if e.is_some() {
+                    irq.active = true;
+                }
+                (None, e)
+            }
+            None => (None, None),
+        }
+    };
     if let Some(t) = term {
         return Next::Job(Job {
             kind: Kind::Term,
@@ -853,14 +880,6 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
             term: None,
         });
     }
-    let rr = {
-        let mut irq = qp.irq.lock();
-        let e = irq.pop();
-        if e.is_some() {
-            irq.active = true;
-        }
-        e
-    };
     if let Some(e) = rr {
         return read_response_job(qp, e);
     }
@@ -951,9 +970,13 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
     }
     let mut sqe = qp.sq.read(idx);
     sqe.flags = flags;
-    if flags & wqe::READ_FENCE != 0 && !qp.orq.lock().is_empty() {
-        // Resumed by the Read Response that empties the ORQ.
-        return Next::Idle;
+    if flags & wqe::READ_FENCE != 0 {
+        let mut orq = qp.orq.lock();
+        if !orq.is_empty() {
+            // Resumed by the Read Response that empties the ORQ.
+            orq.stalled = true;
+            return Next::Idle;
+        }
     }
     match sqe.opcode {
         op::SEND | op::SEND_REMOTE_INV | op::WRITE => {
@@ -1114,6 +1137,7 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
             true
         } else if orq.push(e).is_err() {
             // ORD reached: resumed by the next Read Response.
+            orq.stalled = true;
             return Next::Idle;
         } else {
             inner.sq_get = idx.wrapping_add(1);
