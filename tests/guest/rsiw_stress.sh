@@ -12,6 +12,7 @@
 # the start.
 #
 #   STRESS_SOAK_SECS  soak duration (default 20; `STRESS_SOAK_SECS=600 make soak`)
+#   STRESS_QPS, STRESS_CYCLES  QPs at once (256) and connect cycles (1000)
 #   STRESS_STRICT=1   report known rsiw bugs as failures instead of SKIP
 #   STRESS_TEST_TIMEOUT  per test, default 400 s (then: blocked tasks' stacks)
 #
@@ -27,6 +28,9 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SOAK=${STRESS_SOAK_SECS:-20}
+# sizes of the first two tests (the debug kernel run uses fewer)
+NQP=${STRESS_QPS:-256}
+NCYC=${STRESS_CYCLES:-1000}
 WORK=$(mktemp -d)
 BIN=$WORK/rsiw_stress
 INFO=$WORK/info
@@ -192,20 +196,20 @@ setup() {
 # 6 rounds each of up to 4 Sends, a Write, a Read (~1500 WRs in flight)
 qps256() {
 	local t0=$SECONDS
-	serve "$WORK/s.log" -c 256 -n 256 -t 240 || return 1
-	client "$WORK/c.log" -n 256 -B -r 6 -k 4 -t 240
+	serve "$WORK/s.log" -c $NQP -n $NQP -t 240 || return 1
+	client "$WORK/c.log" -n $NQP -B -r 6 -k 4 -t 240
 	wait_for $CLI 250
 	local cst=$ST
 	wait_for $SRV 30
 	info "$(grep -h 'all .* up' "$WORK/c.log")"
 	info "$(grep -h 'done in' "$WORK/c.log" "$WORK/s.log")"
-	info "256 QPs: $((SECONDS - t0)) s"
+	info "$NQP QPs: $((SECONDS - t0)) s"
 	[ $cst = 0 ] && [ $ST = 0 ] || {
 		tailog "$WORK/c.log" 10
 		tailog "$WORK/s.log" 10
 		return 1
 	}
-	grep -q 'done in .*256 connections (256 complete' "$WORK/s.log" && res_settle && known_bugs
+	grep -q "done in .*$NQP connections ($NQP complete" "$WORK/s.log" && res_settle && known_bugs
 }
 
 # 1000 sequential connections: resolve, connect, one round (Sends only,
@@ -215,19 +219,19 @@ qps256() {
 # it does Sends completed as flushed although the peer got them.
 cycles() {
 	local t0=$SECONDS
-	serve "$WORK/s.log" -c 4 -n 1000 -t 300 -q || return 1
-	client "$WORK/c.log" -n 1000 -c 1 -r 1 -k 1 -o s -E -q -t 300
+	serve "$WORK/s.log" -c 4 -n $NCYC -t 300 -q || return 1
+	client "$WORK/c.log" -n $NCYC -c 1 -r 1 -k 1 -o s -E -q -t 300
 	wait_for $CLI 310
 	local cst=$ST
 	wait_for $SRV 30
 	info "$(grep -h 'done in\|EADDRINUSE\|FLUSHED' "$WORK/c.log" "$WORK/s.log")"
-	info "1000 cycles: $((SECONDS - t0)) s"
+	info "$NCYC cycles: $((SECONDS - t0)) s"
 	[ $cst = 0 ] && [ $ST = 0 ] || {
 		tailog "$WORK/c.log" 10
 		tailog "$WORK/s.log" 10
 		return 1
 	}
-	grep -q 'done in .*1000 connections (1000 complete' "$WORK/s.log" && res_settle || return 1
+	grep -q "done in .*$NCYC connections ($NCYC complete" "$WORK/s.log" && res_settle || return 1
 	known_bugs
 }
 
@@ -461,8 +465,8 @@ finish() {
 [ "${1:-}" = --lib ] && return 0
 
 stest "setup: rsiw0 in ns A, rsiw1 in ns B" setup
-stest "256 QPs at once: Sends, Writes, Reads, every byte verified" qps256
-stest "1000 connect/verify/disconnect cycles" cycles
+stest "$NQP QPs at once: Sends, Writes, Reads, every byte verified" qps256
+stest "$NCYC connect/verify/disconnect cycles" cycles
 stest "kill -9 of the rsiw_stress client mid-transfer: server releases, no data error" kill_client
 stest "kill -9 of both rsiw_stress ends mid-transfer: all released" kill_both
 stest "kill -9 of both ib_write_bw ends mid-transfer: all released" kill_perftest

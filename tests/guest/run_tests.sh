@@ -2,9 +2,28 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs every rsiw guest test (KTAP) in this directory, or those named.
 # Meant to run inside a guest: qemu-images/run tests/guest/run_tests.sh
+#
+# After every test file it checks the kernel's object baseline and prints
+# the result as one more KTAP-style line: no RDMA resource left (`rdma res
+# show` empty) and unreclaimable slab within RSIW_SLAB_SLACK_KB (default
+# 8192) of what it was before the first file, after dropping caches and
+# letting deferred frees (RCU, namespace cleanup) run.
 cd "$(dirname "$0")" || exit 1
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(rsiw_*.sh)
+SLACK=${RSIW_SLAB_SLACK_KB:-8192}
+
+settle() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	sleep 2
+	echo 3 >/proc/sys/vm/drop_caches
+}
+sunreclaim() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
+
+settle
+base=$(sunreclaim)
+echo "# baseline: SUnreclaim ${base} kB"
 rc=0
 for t in "${tests[@]}"; do
 	echo "# ---- $t"
@@ -12,5 +31,20 @@ for t in "${tests[@]}"; do
 	r=$?
 	# 4 is kselftest's KSFT_SKIP (e.g. rsiw_leaks.sh off the debug kernel)
 	[ $r = 0 ] || [ $r = 4 ] || rc=1
+	settle
+	now=$(sunreclaim)
+	res=$(rdma res show 2>/dev/null | grep -E ' (pd|cq|qp|cm_id|mr|ctx|srq) [1-9]')
+	d=$((now - base))
+	msg="baseline after $t: SUnreclaim ${d} kB vs start (slack ${SLACK} kB)"
+	if [ -n "$res" ]; then
+		echo "not ok 1 $msg, RDMA resources left:"
+		echo "$res" | sed 's/^/# /'
+		rc=1
+	elif [ "$d" -gt "$SLACK" ]; then
+		echo "not ok 1 $msg"
+		rc=1
+	else
+		echo "ok 1 $msg, no RDMA resources left"
+	fi
 done
 exit $rc
