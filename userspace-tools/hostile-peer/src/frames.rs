@@ -84,6 +84,23 @@ pub fn send_hdr(msn: u32) -> Vec<u8> {
     hdr_bytes(&SegmentHeader::send(Opcode::Send, 0, msn, 0, true))
 }
 
+/// A Send segment header with any MO and Last flag (for multi-segment
+/// messages).
+pub fn send_seg_hdr(msn: u32, mo: u32, last: bool) -> Vec<u8> {
+    hdr_bytes(&SegmentHeader::send(Opcode::Send, 0, msn, mo, last))
+}
+
+/// A Send with Invalidate (single segment) header invalidating `stag`.
+pub fn send_inv_hdr(msn: u32, stag: u32) -> Vec<u8> {
+    hdr_bytes(&SegmentHeader::send(
+        Opcode::SendInvalidate,
+        stag,
+        msn,
+        0,
+        true,
+    ))
+}
+
 /// Sets the DDP version (DV) of an encoded header.
 pub fn set_ddp_version(h: &mut [u8], dv: u8) {
     let mut c = Control::decode([h[0], h[1]]);
@@ -356,6 +373,24 @@ mod tests {
         let (s, r) = deframe(mode, &bytes);
         r.unwrap();
         assert_eq!(s.hdrs.len(), 5);
+    }
+
+    #[test]
+    fn segmented_and_invalidating_sends() {
+        let mode = MpaMode::default();
+        let mut bytes = fpdu(mode, 0, &send_seg_hdr(1, 0, false), &[1; 8]);
+        let off = bytes.len() as u32;
+        bytes.extend(fpdu(mode, off, &send_seg_hdr(1, 8, true), &[2; 8]));
+        let off = bytes.len() as u32;
+        bytes.extend(fpdu(mode, off, &send_inv_hdr(2, 0x1234_5600), &[3; 4]));
+        let (s, r) = deframe(mode, &bytes);
+        r.unwrap();
+        assert_eq!(s.hdrs.len(), 3);
+        let u = s.hdrs[1].untagged_hdr().unwrap();
+        assert_eq!((u.msn, u.mo, s.hdrs[1].ctrl.last), (1, 8, true));
+        assert!(!s.hdrs[0].ctrl.last);
+        assert_eq!(s.hdrs[2].opcode, Opcode::SendInvalidate);
+        assert_eq!(s.hdrs[2].untagged_hdr().unwrap().ulp, 0x1234_5600);
     }
 
     #[test]

@@ -2,18 +2,24 @@
 //! against RFC 5044 (MPA), RFC 6581, RFC 5041 (DDP) and RFC 5040 (RDMAP),
 //! with the TERMINATE codes of the wire core's `ProtocolError` mapping.
 //!
-//! The target is an rdma_cm server on rsiw (`rping -s [-P]`): its first
-//! posted receive takes one 16 octet `rping_rdma_info` Send, after which
-//! it issues an RDMA Read Request to us (that gives us a valid STag).
+//! The target is an rdma_cm server on rsiw speaking rping's server
+//! protocol (`rping -s -P`, or the canary server
+//! `tests/guest/rsiw_canary.c`): its first posted receive takes one 16
+//! octet `rping_rdma_info` Send, after which it issues an RDMA Read Request
+//! to us (that gives us a valid STag). The canary server also posts a
+//! second 16 octet receive and, once we answered its Read, sends us a
+//! table of STags to attack ([`StagTable`]); the scenarios using it say
+//! "[STag table]" in their description and fail against rping.
 
 use std::net::{Shutdown, SocketAddr};
 use std::thread::sleep;
 use std::time::Duration;
 
 use rsiw_wire::connect::{IrdOrd, REP_KEY};
-use rsiw_wire::error::{DdpError, LlpError, ProtocolError, RdmapError, TermCode};
+use rsiw_wire::error::{DdpError, FramingFault, LlpError, ProtocolError, RdmapError, TermCode};
+use rsiw_wire::markers::MARKER_INTERVAL;
 use rsiw_wire::mpa::MpaMode;
-use rsiw_wire::rdmap::ReadRequest;
+use rsiw_wire::rdmap::{Opcode, ReadRequest};
 use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::frames::{self, ReqSpec};
@@ -143,6 +149,38 @@ pub const ALL: &[Scenario] = &[
         "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"
     ),
     sc!(
+        send_too_long,
+        "a 32 octet Send into the posted 16 octet receive: expect TERMINATE DDP untagged message too long"
+    ),
+    sc!(
+        send_invalid_mo,
+        "a Send of two segments, the second at MO 4096 (beyond the 16 octet receive): expect TERMINATE DDP untagged invalid MO"
+    ),
+    sc!(
+        read_req_beyond_ird,
+        "ORD 1 in the Request, then the Reply's IRD + 16 zero length Read Requests at once: expect TERMINATE RDMAP catastrophic error, localized to RDMAP stream"
+    ),
+    sc!(
+        marker_mismatch,
+        "Request M=1 (needs a Reply M=1, rsiw: mpa_markers=1), a marker whose FPDUPTR is 8 off: expect TERMINATE LLP/MPA framing error"
+    ),
+    sc!(
+        write_readonly,
+        "[STag table] RDMA Write to the read-only MR: expect TERMINATE RDMAP access rights violation"
+    ),
+    sc!(
+        write_other_pd,
+        "[STag table] RDMA Write to the MR of another PD: expect TERMINATE DDP tagged STag not associated with DDP stream"
+    ),
+    sc!(
+        write_invalidated,
+        "[STag table] Send with Invalidate of the invalidatable MR, then an RDMA Write to it: expect TERMINATE DDP tagged invalid STag"
+    ),
+    sc!(
+        send_inv_foreign,
+        "[STag table] Send with Invalidate of the other PD's MR: expect TERMINATE RDMAP STag cannot be invalidated (protection)"
+    ),
+    sc!(
         peer_terminate,
         "we send a TERMINATE: expect the connection closed, no TERMINATE back"
     ),
@@ -171,9 +209,14 @@ fn tc(e: impl Into<ProtocolError>) -> TermCode {
 /// Connects, sends `req`, requires an accepting Reply and enters full
 /// operation (our TX markers per the Reply's M, our RX markers per ours).
 pub(crate) fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
+    establish_io(ctx, req).map(|(p, _)| p)
+}
+
+/// [`establish`], also returning the Reply's IRD/ORD data.
+fn establish_io(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Option<IrdOrd>), String> {
     let mut p = Peer::connect(ctx.target)?;
     match p.mpa(req, ctx.t)? {
-        MpaOutcome::Reply { hdr, .. } if !hdr.reject => {
+        MpaOutcome::Reply { hdr, ird_ord } if !hdr.reject => {
             let crc = hdr.crc || req.crc;
             p.start_fpdus(
                 MpaMode {
@@ -185,7 +228,7 @@ pub(crate) fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
                     crc,
                 },
             );
-            Ok(p)
+            Ok((p, ird_ord))
         }
         o => Err(format!("MPA exchange failed: {o}")),
     }
@@ -820,4 +863,325 @@ fn garbage_after_mpa(ctx: &Ctx) -> Outcome {
     drop(p);
     listener_alive(ctx)?;
     Ok(d)
+}
+
+fn send_too_long(ctx: &Ctx) -> Outcome {
+    // The server's first receive holds exactly one rping_rdma_info.
+    one_fpdu_term(
+        ctx,
+        frames::send_hdr(1),
+        &[0x22; 32],
+        tc(DdpError::UntaggedTooLong),
+    )
+}
+
+fn send_invalid_mo(ctx: &Ctx) -> Outcome {
+    // RFC 5041: the MO of a segment must lie within the message the
+    // receive buffer holds; 4096 is beyond the 16 octet receive (and not
+    // where the first segment ended, which siw and rsiw check first: the
+    // same error).
+    let mut p = good(ctx)?;
+    let h1 = frames::send_seg_hdr(1, 0, false);
+    let h2 = frames::send_seg_hdr(1, 4096, true);
+    let mut f = p.fpdu(&h1, &[0x33; 8]);
+    f.extend(p.fpdu(&h2, &[0x44; 8]));
+    p.send_raw(&f)?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::UntaggedInvalidMo),
+        Some((&[&h2], (h2.len() + 8) as u16)),
+    )
+}
+
+/// RFC 5040: a Data Source serves at most IRD outstanding inbound RDMA
+/// Read Requests (RFC 6581: the Reply's IRD answers our ORD); more are
+/// the requester's error, fatal to the stream. The code expected is the
+/// one siw and rsiw send, RDMAP Remote Operation Error, catastrophic error
+/// localized to the RDMAP stream (0/2/7), with the Read Request's DDP
+/// header; a DDP reading (QN 1 holds IRD "buffers": untagged "no buffer
+/// available", or "MSN range" as cxgb4 answers) is not accepted here.
+/// Requests up to the IRD must not be refused, so the copied header is
+/// one of MSN IRD + 1 or later (later when the responder answered some
+/// before it parsed the rest of the burst).
+fn read_req_beyond_ird(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 1,
+            ord: 1,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let (mut p, io) = establish_io(ctx, &req)?;
+    let Some(io) = io else {
+        return Err("revision 2 Reply without IRD/ORD data".into());
+    };
+    let ird = u32::from(io.ird);
+    let n = ird + 16;
+    // Zero length: no source STag to check (RFC 5040).
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1300,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    let hdrs: Vec<Vec<u8>> = (1..=n).map(|m| frames::read_request_hdr(m, rr)).collect();
+    let mut f = Vec::new();
+    for h in &hdrs {
+        f.extend(p.fpdu(h, &[]));
+    }
+    p.send_raw(&f)?;
+    let cands: Vec<&[u8]> = hdrs[ird as usize..].iter().map(|h| h.as_slice()).collect();
+    let r = expect_term(
+        ctx,
+        &mut p,
+        tc(RdmapError::CatastrophicStream),
+        Some((&cands, hdrs[0].len() as u16)),
+    );
+    let answered = p
+        .segs()
+        .iter()
+        .take_while(|s| s.term().is_none())
+        .filter(|s| s.hdr.opcode == Opcode::ReadResponse)
+        .count();
+    let d = format!(
+        "Reply IRD {ird}, {n} Read Requests sent, {answered} answered before the TERMINATE"
+    );
+    r.map(|x| format!("{d}; {x}"))
+        .map_err(|x| format!("{x} ({d})"))
+}
+
+fn marker_mismatch(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        markers: true,
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    let (rm, crc) = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject => (hdr.markers, hdr.crc),
+        o => return Err(format!("expected an accepting Reply, got {o}")),
+    };
+    if !rm {
+        return Err(
+            "Reply M=0: the target takes no markers on what it receives, so there is none to bend (rsiw: mpa_markers=1)"
+                .into(),
+        );
+    }
+    p.start_fpdus(
+        MpaMode { markers: true, crc },
+        MpaMode { markers: true, crc },
+    );
+    // Zero length Writes (they place nothing; their STag is not checked,
+    // as for the peer-to-peer RTR) past the marker at stream offset 512,
+    // whose FPDUPTR is then bent. The deframer meets the marker before
+    // the CRC of the FPDU around it.
+    let mut s = Vec::new();
+    while s.len() < 600 {
+        let h = frames::write_hdr(0x0000_1400, 0);
+        s.extend(p.fpdu(&h, &[]));
+    }
+    let at = MARKER_INTERVAL as usize;
+    let old = u16::from_be_bytes([s[at + 2], s[at + 3]]);
+    let new = old.wrapping_add(8);
+    s[at + 2..at + 4].copy_from_slice(&new.to_be_bytes());
+    p.send_raw(&s)?;
+    let d = format!("marker at stream offset {at}: FPDUPTR {old} sent as {new}");
+    expect_term(
+        ctx,
+        &mut p,
+        tc(LlpError::Framing(FramingFault::MarkerMismatch {
+            expected: old,
+            received: new,
+        })),
+        None,
+    )
+    .map(|x| format!("{d}; {x}"))
+    .map_err(|x| format!("{x} ({d})"))
+}
+
+// The canary server's STag table: the payload of the one Send the canary
+// server (tests/guest/rsiw_canary.c) sends after its RDMA Read completed.
+// Big endian, 56 octets:
+//
+//   offset  size  field
+//    0      4     magic 0x43414e59 ("CANY")
+//    4      4     table length in octets (56)
+//    8      8     (a) read-only MR: address     (remote read only,
+//   16      4         STag                       QP's PD)
+//   20      4         length
+//   24      8     (b) other-PD MR: address      (local + remote write,
+//   32      4         STag                       a second PD)
+//   36      4         length
+//   40      8     (c) invalidatable MR: address (local + remote write,
+//   48      4         STag                       QP's PD; we may
+//   52      4         length                     invalidate it)
+//
+// Every one of them lies in a canary-guarded region the server checks
+// after the connection; none is ever legitimately written.
+
+/// Magic of the canary server's STag table.
+pub const TABLE_MAGIC: u32 = 0x4341_4e59;
+/// Length of the canary server's STag table.
+pub const TABLE_LEN: usize = 56;
+
+/// One MR of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableMr {
+    pub addr: u64,
+    pub stag: u32,
+    pub len: u32,
+}
+
+/// The canary server's STag table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagTable {
+    /// (a) remote read only, the QP's PD.
+    pub ro: TableMr,
+    /// (b) remote write, a second PD.
+    pub other_pd: TableMr,
+    /// (c) remote write, the QP's PD, may be invalidated by us.
+    pub inval: TableMr,
+}
+
+impl StagTable {
+    pub fn parse(b: &[u8]) -> Option<Self> {
+        let be32 = |o: usize| -> Option<u32> {
+            Some(u32::from_be_bytes(b.get(o..o + 4)?.try_into().ok()?))
+        };
+        let mr = |o: usize| -> Option<TableMr> {
+            Some(TableMr {
+                addr: u64::from_be_bytes(b.get(o..o + 8)?.try_into().ok()?),
+                stag: be32(o + 8)?,
+                len: be32(o + 12)?,
+            })
+        };
+        if b.len() != TABLE_LEN || be32(0)? != TABLE_MAGIC || be32(4)? as usize != TABLE_LEN {
+            return None;
+        }
+        Some(Self {
+            ro: mr(8)?,
+            other_pd: mr(24)?,
+            inval: mr(40)?,
+        })
+    }
+}
+
+fn table_of(p: &Peer) -> Option<StagTable> {
+    p.segs()
+        .iter()
+        .filter(|s| matches!(s.hdr.opcode, Opcode::Send | Opcode::SendSe))
+        .find_map(|s| StagTable::parse(&s.payload))
+}
+
+/// A connection to the canary server on which we answered its RDMA Read
+/// and got its STag table.
+fn with_table(ctx: &Ctx) -> Result<(Peer, StagTable), String> {
+    let (mut p, rr) = with_valid_stag(ctx)?;
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    match table_of(&p) {
+        Some(t) => Ok((p, t)),
+        None => Err(format!(
+            "no STag table after the Read Response (the canary server sends one, rping does not): {}",
+            p.summary()
+        )),
+    }
+}
+
+/// An RDMA Write of 64 octets to the start of `mr`, expecting `want`.
+fn write_to(ctx: &Ctx, p: &mut Peer, mr: TableMr, want: TermCode) -> Outcome {
+    let h = frames::write_hdr(mr.stag, mr.addr);
+    p.send_fpdu(&h, &[0x66; 64])?;
+    expect_term(ctx, p, want, Some((&[&h], 14 + 64)))
+}
+
+/// RFC 5040: the Data Sink's STag must allow remote write; DDP (RFC 5041)
+/// knows no access rights, so this is RDMAP's Remote Protection Error,
+/// access rights violation (siw answers DDP invalid STag instead).
+fn write_readonly(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    write_to(ctx, &mut p, t.ro, tc(RdmapError::AccessRights))
+}
+
+fn write_other_pd(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    write_to(
+        ctx,
+        &mut p,
+        t.other_pd,
+        tc(DdpError::TaggedStagNotAssociated),
+    )
+}
+
+fn write_invalidated(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    // The Send takes the server's second receive; the Write follows in
+    // the same TCP write (placement is in stream order).
+    let sh = frames::send_inv_hdr(p.send_msn, t.inval.stag);
+    p.send_msn += 1;
+    let mut f = p.fpdu(&sh, &[0x11; 16]);
+    let wh = frames::write_hdr(t.inval.stag, t.inval.addr);
+    f.extend(p.fpdu(&wh, &[0x66; 64]));
+    p.send_raw(&f)?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedInvalidStag),
+        Some((&[&wh], 14 + 64)),
+    )
+}
+
+/// RFC 5040: the STag of a Send with Invalidate must be associated with
+/// the stream (its PD); one of another PD cannot be invalidated: Remote
+/// Protection Error, STag cannot be invalidated (0/1/9, as siw and rsiw
+/// answer; 0/2/9 is for an STag that cannot be invalidated for another
+/// reason, e.g. an unknown one).
+fn send_inv_foreign(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let sh = frames::send_inv_hdr(p.send_msn, t.other_pd.stag);
+    p.send_msn += 1;
+    p.send_fpdu(&sh, &[0x11; 16])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(RdmapError::ProtectionCannotInvalidate),
+        Some((&[&sh], (sh.len() + 16) as u16)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stag_table_parses() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&TABLE_MAGIC.to_be_bytes());
+        b.extend_from_slice(&(TABLE_LEN as u32).to_be_bytes());
+        for i in 1..=3u32 {
+            b.extend_from_slice(&(0x7f00_0000_1000u64 * u64::from(i)).to_be_bytes());
+            b.extend_from_slice(&(0x100 * i + 7).to_be_bytes());
+            b.extend_from_slice(&256u32.to_be_bytes());
+        }
+        let t = StagTable::parse(&b).unwrap();
+        assert_eq!(t.ro.stag, 0x107);
+        assert_eq!(t.other_pd.addr, 0x7f00_0000_1000 * 2);
+        assert_eq!(t.inval.len, 256);
+        assert_eq!(t.inval.stag, 0x307);
+        assert!(StagTable::parse(&b[..TABLE_LEN - 1]).is_none());
+        b[0] = 0;
+        assert!(StagTable::parse(&b).is_none());
+        // An rping_rdma_info is no table.
+        assert!(StagTable::parse(&frames::rping_info(1, 2, 3)).is_none());
+    }
+
+    #[test]
+    fn names_are_unique() {
+        for (i, a) in ALL.iter().enumerate() {
+            assert!(ALL[i + 1..].iter().all(|b| b.name != a.name), "{}", a.name);
+        }
+    }
 }
