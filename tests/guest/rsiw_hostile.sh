@@ -60,6 +60,13 @@ if [ "$HOSTILE_SERVER" = canary ] &&
 	ktap_exit_fail_msg "cannot build rsiw_canary.c"
 fi
 SCEN=($("$HP" --list | awk '{print $1}'))
+# HOSTILE_ONLY="a b" runs just those, HOSTILE_REPEAT times each (races)
+if [ -n "${HOSTILE_ONLY:-}" ]; then
+	SCEN=()
+	for _ in $(seq "${HOSTILE_REPEAT:-1}"); do
+		for s in $HOSTILE_ONLY; do SCEN+=("$s"); done
+	done
+fi
 TABLE_SCEN=" $("$HP" --list | awk '/\[STag table\]/ {print $1}' | tr '\n' ' ')"
 ktap_set_plan $((${#SCEN[@]} + 4))
 
