@@ -436,6 +436,7 @@ impl Cep {
             inner.ord = ord;
             qp.put_state(&mut inner, QpState::Rts);
         }
+        qp.stats.inc(crate::stats::Counter::ConnectionsEstablished);
         *qp.conn.lock() = Some(conn.clone());
         conn.sock.attach(qp.clone())?;
         crate::qp_rx::start(qp)?;

@@ -14,6 +14,7 @@ use crate::kif::{
 };
 use crate::mem::Mem;
 use crate::qp::Qp;
+use crate::stats::Stats;
 use crate::verbs::Rsiw;
 
 /// Vendor id reported to user space: the same as upstream siw (ASCII "bmt"),
@@ -82,6 +83,8 @@ pub struct Device {
     pub qp_xa: XArray<Qp>,
     /// Memory objects by STag index (shared with the QPs' data path).
     pub mem_xa: Arc<XArray<Mem>>,
+    /// Counters (shared with the QPs' data path).
+    pub stats: Arc<Stats>,
 }
 
 /// The EUI-64 of a MAC address (RFC 4291 appendix A), as a GUID in network
@@ -148,6 +151,7 @@ impl LinkDriver for Link {
             [0x02, 0x72, id[0], id[1], id[2], id[3]]
         });
         let mem_xa = Arc::pin_init(XArray::new(), GFP_KERNEL)?;
+        let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
         let dev = try_pin_init!(Device {
             mac,
             dev_id,
@@ -161,6 +165,7 @@ impl LinkDriver for Link {
             next_pd_id: AtomicU32::new(1),
             qp_xa <- XArray::new(),
             mem_xa,
+            stats,
         }? Error);
         let setup = DeviceSetup {
             ndev,

@@ -213,6 +213,8 @@ pub struct Qp {
     pub caps: QpCaps,
     /// The device's memory objects by STag index (data path lookups).
     pub mem_xa: Arc<XArray<Mem>>,
+    /// The device's counters.
+    pub stats: Arc<crate::stats::Stats>,
     /// The core QP (events, kernel completion token).
     pub handle: QpHandle,
     /// Mutable state.
@@ -255,6 +257,7 @@ impl WorkItem for Qp {
     type Pointer = Arc<Qp>;
 
     fn run(this: Arc<Qp>) {
+        this.stats.inc(crate::stats::Counter::TxWorkRuns);
         crate::qp_tx::run(&this);
     }
 }
@@ -345,6 +348,7 @@ impl Qp {
                 sig_all: i.sig_all,
                 caps,
                 mem_xa: dev.mem_xa.clone(),
+                stats: dev.stats.clone(),
                 handle: a.handle.clone(),
                 state_now: AtomicU8::new(QpState::Idle as u8),
                 inner <- crate::new_spinlock_irq!(QpInner {
@@ -599,6 +603,7 @@ impl Qp {
                 // round trip per message costs latency). The work item
                 // takes over when TCP is full.
                 QpState::Rts => {
+                    self.stats.inc(crate::stats::Counter::TxDoorbellRuns);
                     crate::qp_tx::run(self);
                     Ok(())
                 }

@@ -27,8 +27,9 @@ use crate::kif::{
 use crate::mem::{access, Mem};
 use crate::qp::{op, wc, wqe, Qp, QpState};
 use crate::qp_tx::{check_mem, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault};
+use crate::stats::Counter;
 use crate::wire::{
-    error::{DdpError, ProtocolError, RdmapError},
+    error::{DdpError, LlpError, ProtocolError, RdmapError},
     mpa::MpaMode,
     rdmap::{Body, Opcode, ReadRequest, SegmentHeader, MAX_HDR_LEN, QN_READ_REQUEST, QN_SEND},
     rx::{CrcVerdict, Deframer, FpduInfo, RxConfig, RxSink},
@@ -138,6 +139,9 @@ struct Actions {
     failed: Option<(Rqe, u32, u16)>,
     /// The peer-to-peer RTR (the first FPDU) arrived.
     rtr: bool,
+    /// FPDUs and payload octets received (for the counters).
+    fpdus: u64,
+    payload: u64,
 }
 
 /// The deframer's consumer for one `push`.
@@ -421,6 +425,7 @@ impl RxSink for Sink<'_> {
     }
 
     fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError> {
+        self.act.payload += data.len() as u64;
         match &self.c.seg {
             Seg::Send { mo, .. } => {
                 let Some(m) = self.c.send.as_mut() else {
@@ -478,6 +483,7 @@ impl RxSink for Sink<'_> {
             return Ok(());
         }
         let r = self.end_segment(hdr);
+        self.act.fpdus += 1;
         if r.is_ok() {
             // Keep the header for the TERMINATE of an error found here.
             self.c.raw_len = 0;
@@ -578,6 +584,8 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 
 /// Does what `feed` collected, without the receive lock.
 fn after(qp: &Arc<Qp>, act: Actions) {
+    qp.stats.add(Counter::RxFpdus, act.fpdus);
+    qp.stats.add(Counter::RxPayload, act.payload);
     let mut wake = act.wake_tx;
     if act.rtr {
         if let Some(conn) = qp.conn() {
@@ -587,6 +595,13 @@ fn after(qp: &Arc<Qp>, act: Actions) {
         }
     }
     if let Some((e, raw, n, ulpdu)) = act.error {
+        qp.stats.inc(
+            if matches!(e, ProtocolError::Llp(LlpError::CrcMismatch { .. })) {
+                Counter::RxCrcErrors
+            } else {
+                Counter::RxProtocolErrors
+            },
+        );
         pr_warn!("rsiw: QP {}: protocol error {:?}\n", qp.id(), e);
         qp.handle.event(QpEvent::Fatal);
         let hdr = if n > 0 { raw.get(..n) } else { None };
@@ -602,6 +617,7 @@ fn after(qp: &Arc<Qp>, act: Actions) {
         let _ = qp.complete_rqe(&rqe, bytes, None, status);
     }
     if act.terminated {
+        qp.stats.inc(Counter::TerminatesReceived);
         qp.handle.event(QpEvent::Fatal);
         qp.set_error();
         on_llp_close(qp);
@@ -618,6 +634,7 @@ impl SockEvents for Qp {
             return;
         }
         let qp: Arc<Qp> = this.into();
+        qp.stats.inc(Counter::RxUpcalls);
         let mut act = Actions::default();
         let _ = rx.pull(&mut |b| {
             feed(&qp, b, &mut act);

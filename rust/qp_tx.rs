@@ -34,6 +34,7 @@ use crate::kif::{
 };
 use crate::mem::{access, Mem, MemKind};
 use crate::qp::{op, wc, wqe, Conn, Qp, QpState};
+use crate::stats::{Counter, Stats};
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     error::{ProtocolError, RdmapError},
@@ -692,7 +693,7 @@ pub fn run(qp: &Arc<Qp>) {
                 Next::Idle => return,
             }
         }
-        match send_batch(&conn, &mut tx) {
+        match send_batch(&conn, &mut tx, &qp.stats) {
             Ok(true) => {
                 // Dropped in place: a job is a few hundred octets.
                 let Some((kind, total)) = tx.job.as_ref().map(|j| (j.kind, j.total)) else {
@@ -742,6 +743,11 @@ fn term_pending(qp: &Qp, tx: &TxState) -> bool {
 /// TCP; `true` when the QP is done (after a TERMINATE: the caller moves it
 /// to error and closes).
 fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
+    qp.stats.inc(if kind == Kind::Term {
+        Counter::TerminatesSent
+    } else {
+        Counter::TxMessages
+    });
     match kind {
         Kind::Wr => {
             complete_active_wr(qp, total, wc::SUCCESS);
@@ -1267,7 +1273,7 @@ fn segment_header(job: &Job, seg: &Segment, out: &mut [u8; HDR_MAX]) -> Option<u
 /// sends what TCP has not taken yet, and commits when all of it went out.
 /// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
 /// when it has more to send, `EAGAIN` when TCP is full.
-fn send_batch(conn: &Conn, tx: &mut TxState) -> Result<bool> {
+fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats) -> Result<bool> {
     let TxState {
         off,
         job: job_slot,
@@ -1302,6 +1308,7 @@ fn send_batch(conn: &Conn, tx: &mut TxState) -> Result<bool> {
         max_payload = max_payload.min(MARKER_FPDU_PAYLOAD);
     }
     let mut crc = crate::kif::crc::KernelCrc32c::new();
+    let (mut fpdus, mut payload) = (0u64, 0u64);
     loop {
         let (mut b2, mut s2) = (batch, seg);
         let Some((sg, plan)) = b2.next_segment(&mut s2, hdr_len, max_payload) else {
@@ -1369,6 +1376,8 @@ fn send_batch(conn: &Conn, tx: &mut TxState) -> Result<bool> {
         }
         batch = b2;
         seg = s2;
+        fpdus += 1;
+        payload += u64::from(sg.len);
     }
     if pieces.n == 0 {
         // Nothing fits (cannot happen with the caps above).
@@ -1408,11 +1417,23 @@ fn send_batch(conn: &Conn, tx: &mut TxState) -> Result<bool> {
         let mut c = seg;
         c.next_segment(0).is_some()
     };
-    let n = conn.sock.send(v.get(..nv).unwrap_or(&[]), more)?;
+    let n = match conn.sock.send(v.get(..nv).unwrap_or(&[]), more) {
+        Ok(n) => n,
+        Err(e) => {
+            if e == EAGAIN {
+                stats.inc(Counter::TxTcpFull);
+            }
+            return Err(e);
+        }
+    };
+    stats.inc(Counter::TxTcpSends);
     *sent += n;
     if *sent < total {
+        stats.inc(Counter::TxTcpFull);
         return Err(EAGAIN);
     }
+    stats.add(Counter::TxFpdus, fpdus);
+    stats.add(Counter::TxPayload, payload);
     *sent = 0;
     *off = batch.stream_offset();
     if let Some(j) = job_slot.as_mut() {

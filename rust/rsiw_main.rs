@@ -24,6 +24,7 @@ pub mod qp;
 pub mod qp_rx;
 pub mod qp_tx;
 pub mod srq;
+pub mod stats;
 pub mod verbs;
 pub mod wire;
 

@@ -13,7 +13,7 @@ use crate::kif::{
     handle::QpHandle,
     ib::{
         CreateCq, CreateQp, CreateSrq, DeviceCaps, Driver, Mtu, PortInfo, QpModify, QpQuery,
-        RegUserMr, ReregUserMr, SrqAttr,
+        RegUserMr, ReregUserMr, SrqAttr, StatDescs,
     },
     iwcm::{CmId, ConnParam},
     net::NetDev,
@@ -241,5 +241,11 @@ impl Driver for Rsiw {
 
     fn iw_get_qp(dev: &Device, qpn: u32) -> Option<QpHandle> {
         dev.qp_xa.get(qpn).map(|q| q.handle.clone())
+    }
+
+    const STATS: &'static StatDescs = &crate::stats::NAMES;
+
+    fn read_stats(dev: &Device, out: &mut [u64]) {
+        dev.stats.read(out);
     }
 }

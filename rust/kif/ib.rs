@@ -256,6 +256,109 @@ pub trait Driver: 'static + Sized {
     fn iw_destroy_listen(l: Arc<Self::Listener>);
     /// The core QP of QP number `qpn`.
     fn iw_get_qp(dev: &Self::Device, qpn: u32) -> Option<QpHandle>;
+
+    /// Names of the port's counters (`rdma statistic show link DEV/1`).
+    const STATS: &'static StatDescs;
+    /// The counters' current values, in the order of [`Driver::STATS`]
+    /// (`out` has one slot per name).
+    fn read_stats(dev: &Self::Device, out: &mut [u64]);
+}
+
+/// Most counters a driver can name.
+pub const MAX_STATS: usize = 32;
+
+/// The names of a driver's counters as the RDMA core takes them (an array
+/// of `struct rdma_stat_desc` that lives as long as the module).
+pub struct StatDescs {
+    d: [bindings::rdma_stat_desc; MAX_STATS],
+    n: usize,
+}
+
+// SAFETY: built once at compile time and never written; the pointers in it
+// are to `'static` C strings.
+unsafe impl Sync for StatDescs {}
+
+impl StatDescs {
+    /// Descriptors for `names` (at most [`MAX_STATS`] are used).
+    pub const fn new(names: &[&'static CStr]) -> Self {
+        let mut d = [bindings::rdma_stat_desc {
+            name: ptr::null(),
+            flags: 0,
+            priv_: ptr::null(),
+        }; MAX_STATS];
+        let mut i = 0;
+        while i < names.len() && i < MAX_STATS {
+            d[i].name = names[i].as_char_ptr();
+            i += 1;
+        }
+        Self { d, n: i }
+    }
+
+    /// Number of counters.
+    pub const fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there is none.
+    pub const fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+/// How long (jiffies) the core reuses counter values it read (as rxe).
+const STATS_LIFESPAN: kernel::ffi::c_ulong = 10;
+
+/// RDMA core entry point `alloc_hw_port_stats`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, for a device registered by
+/// [`register_device`].
+unsafe extern "C" fn alloc_hw_port_stats<T: Driver>(
+    _ib: *mut bindings::ib_device,
+    port: u32,
+) -> *mut bindings::rdma_hw_stats {
+    if port != PORT || T::STATS.is_empty() {
+        return ptr::null_mut();
+    }
+    // SAFETY: `T::STATS` is static and its first `len()` descriptors name
+    // static strings; the core copies nothing and keeps the pointer.
+    unsafe {
+        bindings::rdma_alloc_hw_stats_struct(
+            T::STATS.d.as_ptr(),
+            T::STATS.len() as kernel::ffi::c_int,
+            STATS_LIFESPAN,
+        )
+    }
+}
+
+/// RDMA core entry point `get_hw_stats`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with a stats structure from
+/// [`alloc_hw_port_stats`] (under its mutex).
+unsafe extern "C" fn get_hw_stats<T: Driver>(
+    ib: *mut bindings::ib_device,
+    stats: *mut bindings::rdma_hw_stats,
+    port: u32,
+    _index: kernel::ffi::c_int,
+) -> kernel::ffi::c_int {
+    if stats.is_null() || port != PORT {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `stats` is the live structure the core allocated for us
+    // through `rdma_alloc_hw_stats_struct`, with `num_counters` values.
+    let st = unsafe { &mut *stats };
+    let n = T::STATS
+        .len()
+        .min(usize::try_from(st.num_counters).unwrap_or(0));
+    let mut buf = [0u64; MAX_STATS];
+    // SAFETY: `ib` is one of ours.
+    T::read_stats(unsafe { drv_of::<T>(ib) }, &mut buf[..n]);
+    // SAFETY: the flexible array holds `num_counters` >= `n` values.
+    unsafe { st.value.as_mut_slice(n) }.copy_from_slice(&buf[..n]);
+    n as kernel::ffi::c_int
 }
 
 /// Arguments of `create_cq`.
@@ -1070,6 +1173,8 @@ fn ops<T: Driver>() -> bindings::ib_device_ops {
         iw_create_listen: Some(iw_create_listen::<T>),
         iw_destroy_listen: Some(iw_destroy_listen::<T>),
         iw_get_qp: Some(iw_get_qp::<T>),
+        alloc_hw_port_stats: Some(alloc_hw_port_stats::<T>),
+        get_hw_stats: Some(get_hw_stats::<T>),
         iw_add_ref: Some(iw_qp_ref),
         iw_rem_ref: Some(iw_qp_ref),
         mmap: Some(super::queue::mmap),

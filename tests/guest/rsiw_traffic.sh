@@ -103,7 +103,7 @@ rstream_run() {
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 28
+ktap_set_plan 29
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -136,11 +136,28 @@ check "rsiw <-> rsiw: ib_write_bw -a up to 8 MiB" perf_all ib_write_bw
 check "rsiw <-> rsiw: ib_read_bw -a up to 8 MiB" perf_all ib_read_bw
 check "rsiw <-> rsiw: ib_send_bw 64 KiB" perf ib_send_bw
 check "rsiw <-> rsiw: ib_send_lat 64 B" lat ib_send_lat
+check "rsiw counters (rdma statistic): FPDUs and payload both ways, FPDUs batched per TCP send" counters
 check "rsiw <-> rsiw: ucmatose 4 connections" cmatose
 check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
 check "rsiw <-> rsiw: rstream (rsockets) 200 x 64 KiB" rstream_run
 check "rsiw <-> rsiw with CRC (mpa_crc_required=1): rping -V" eval 'del_dev dev_a; del_dev dev_b; rmmod rsiw && load_rsiw mpa_crc_required=1 && pair rsiw rsiw && rping_v'
+# counters: after the rsiw <-> rsiw runs above, `rdma statistic` on the
+# client device shows traffic both ways, no errors, and at least as many
+# FPDUs as TCP sends (several FPDUs go out per call).
+counter_of() { # DEV NAME
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'f { print; exit } $0 == n { f = 1 }'
+}
+counters() {
+	rdma statistic show link dev_a/1 | sed 's/^/# /'
+	local tf rf tb rb ts ce
+	tf=$(counter_of dev_a tx_fpdus) rf=$(counter_of dev_a rx_fpdus)
+	tb=$(counter_of dev_a tx_payload_bytes) rb=$(counter_of dev_a rx_payload_bytes)
+	ts=$(counter_of dev_a tx_tcp_sends) ce=$(counter_of dev_a rx_crc_errors)
+	[ "${tf:-0}" -gt 0 ] && [ "${rf:-0}" -gt 0 ] && [ "${tb:-0}" -gt 1000000 ] && [ "${rb:-0}" -gt 1000000 ] &&
+		[ "${ts:-0}" -gt 0 ] && [ "$tf" -ge "$ts" ] && [ "${ce:-1}" = 0 ]
+}
+
 reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && load_rsiw "$@"; }
 # RFC 6581 peer-to-peer: the initiator sends a zero length Write as RTR;
 # the responder (rsiw or siw) reports ESTABLISHED only once it arrived.

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device counters, read with `rdma statistic show link rsiwN/1` (upstream
+//! siw has none): what the transmit and receive engines did, how often
+//! TCP pushed back, and the protocol errors seen. One set per device,
+//! shared by its QPs; the data path adds per batch or per socket upcall,
+//! not per octet.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::c_str;
+
+use crate::kif::ib::StatDescs;
+
+/// One counter (its index in [`NAMES`] and [`Stats`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Counter {
+    /// Messages sent (Send, Write, Read Request, Read Response, RTR).
+    TxMessages,
+    /// FPDUs sent.
+    TxFpdus,
+    /// Payload octets sent (DDP segment payloads).
+    TxPayload,
+    /// Calls into TCP that sent FPDUs (several FPDUs go in one call).
+    TxTcpSends,
+    /// Sends TCP could not take at once (socket buffer full).
+    TxTcpFull,
+    /// Transmit runs in the doorbell system call.
+    TxDoorbellRuns,
+    /// Transmit runs on the workqueue.
+    TxWorkRuns,
+    /// FPDUs received.
+    RxFpdus,
+    /// Payload octets received and placed.
+    RxPayload,
+    /// Socket receive upcalls that carried data.
+    RxUpcalls,
+    /// FPDUs with a bad MPA CRC.
+    RxCrcErrors,
+    /// Other protocol errors found in received FPDUs.
+    RxProtocolErrors,
+    /// TERMINATE messages sent.
+    TerminatesSent,
+    /// TERMINATE messages received.
+    TerminatesReceived,
+    /// Connections that reached RTS.
+    ConnectionsEstablished,
+}
+
+/// Number of counters.
+pub const NUM: usize = Counter::ConnectionsEstablished as usize + 1;
+
+/// The counters' names, in [`Counter`] order.
+pub static NAMES: StatDescs = StatDescs::new(&[
+    c_str!("tx_messages"),
+    c_str!("tx_fpdus"),
+    c_str!("tx_payload_bytes"),
+    c_str!("tx_tcp_sends"),
+    c_str!("tx_tcp_full"),
+    c_str!("tx_doorbell_runs"),
+    c_str!("tx_work_runs"),
+    c_str!("rx_fpdus"),
+    c_str!("rx_payload_bytes"),
+    c_str!("rx_upcalls"),
+    c_str!("rx_crc_errors"),
+    c_str!("rx_protocol_errors"),
+    c_str!("terminates_sent"),
+    c_str!("terminates_received"),
+    c_str!("connections_established"),
+]);
+
+/// The counters of one device.
+pub struct Stats {
+    v: [AtomicU64; NUM],
+}
+
+impl Stats {
+    /// All zero.
+    pub fn new() -> Self {
+        Self {
+            v: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Adds `n` to counter `c`.
+    pub fn add(&self, c: Counter, n: u64) {
+        if let Some(x) = self.v.get(c as usize) {
+            x.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds one to counter `c`.
+    pub fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    /// Copies the values, in [`Counter`] order, into `out`.
+    pub fn read(&self, out: &mut [u64]) {
+        for (o, v) in out.iter_mut().zip(self.v.iter()) {
+            *o = v.load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
