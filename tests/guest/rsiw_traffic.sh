@@ -93,10 +93,32 @@ rstream_run() {
 	in_b timeout $(tmo 40) rstream -b "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/server.out 2>&1 &
 	SERVER=$!
 	sleep 1
+	local t0=$SECONDS
 	in_a timeout $(tmo 30) rstream -s "$IP_B" -p 7473 -S 65536 -C 200 >/tmp/client.out 2>&1
 	local rc=$?
 	finish
+	local src=$?
+	if [ $rc != 0 ] || [ $src != 0 ]; then
+		echo "rstream client exit $rc, server exit $src, after $((SECONDS - t0)) s"
+		tail -3 /tmp/client.out /tmp/server.out
+	fi
 	return $rc
+}
+
+# counters: after the rsiw <-> rsiw runs above, `rdma statistic` on the
+# client device shows traffic both ways, no errors, and at least as many
+# FPDUs as TCP sends (several FPDUs go out per call).
+counter_of() { # DEV NAME
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'f { print; exit } $0 == n { f = 1 }'
+}
+counters() {
+	rdma statistic show link dev_a/1 | sed 's/^/# /'
+	local tf rf tb rb ts ce
+	tf=$(counter_of dev_a tx_fpdus) rf=$(counter_of dev_a rx_fpdus)
+	tb=$(counter_of dev_a tx_payload_bytes) rb=$(counter_of dev_a rx_payload_bytes)
+	ts=$(counter_of dev_a tx_tcp_sends) ce=$(counter_of dev_a rx_crc_errors)
+	[ "${tf:-0}" -gt 0 ] && [ "${rf:-0}" -gt 0 ] && [ "${tb:-0}" -gt 1000000 ] && [ "${rb:-0}" -gt 1000000 ] &&
+		[ "${ts:-0}" -gt 0 ] && [ "$tf" -ge "$ts" ] && [ "${ce:-1}" = 0 ]
 }
 
 # `. rsiw_traffic.sh --lib` only defines the helpers (for debugging).
@@ -142,22 +164,6 @@ check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
 check "rsiw <-> rsiw: rstream (rsockets) 200 x 64 KiB" rstream_run
 check "rsiw <-> rsiw with CRC (mpa_crc_required=1): rping -V" eval 'del_dev dev_a; del_dev dev_b; rmmod rsiw && load_rsiw mpa_crc_required=1 && pair rsiw rsiw && rping_v'
-# counters: after the rsiw <-> rsiw runs above, `rdma statistic` on the
-# client device shows traffic both ways, no errors, and at least as many
-# FPDUs as TCP sends (several FPDUs go out per call).
-counter_of() { # DEV NAME
-	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'f { print; exit } $0 == n { f = 1 }'
-}
-counters() {
-	rdma statistic show link dev_a/1 | sed 's/^/# /'
-	local tf rf tb rb ts ce
-	tf=$(counter_of dev_a tx_fpdus) rf=$(counter_of dev_a rx_fpdus)
-	tb=$(counter_of dev_a tx_payload_bytes) rb=$(counter_of dev_a rx_payload_bytes)
-	ts=$(counter_of dev_a tx_tcp_sends) ce=$(counter_of dev_a rx_crc_errors)
-	[ "${tf:-0}" -gt 0 ] && [ "${rf:-0}" -gt 0 ] && [ "${tb:-0}" -gt 1000000 ] && [ "${rb:-0}" -gt 1000000 ] &&
-		[ "${ts:-0}" -gt 0 ] && [ "$tf" -ge "$ts" ] && [ "${ce:-1}" = 0 ]
-}
-
 reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && load_rsiw "$@"; }
 # RFC 6581 peer-to-peer: the initiator sends a zero length Write as RTR;
 # the responder (rsiw or siw) reports ESTABLISHED only once it arrived.
