@@ -16,6 +16,14 @@
 # HOSTILE_SERVER=rping uses `rping -s -P` instead (no memory checks; the
 # "[STag table]" scenarios are skipped).
 #
+# The init_* scenarios turn the roles: rsiw is the MPA initiator. A second
+# veth pair (vc in ns A, 198.18.1.1; vd in ns B, 198.18.1.2) carries rsiw1 in ns A;
+# hostile-peer --listen sits on 198.18.1.2 in ns B (plain TCP) and an rdma_cm
+# client (`rping -c -C 1`) on rsiw1 connects to it. hostile-peer checks the
+# MPA Request, bends the Reply and checks that rsiw closes; rping must fail
+# (non-zero exit, REJECTED for init_reply_reject) in bounded time, and no
+# QP or cm_id may be left on the rsiw devices.
+#
 # Afterwards a genuine rping -V from siw in ns A must still work, and the
 # kernel log must stay clean throughout (lib.sh `check`).
 #
@@ -27,6 +35,9 @@
 
 HP=${HOSTILE_PEER:-$RSIW_REPO/target/release/hostile-peer}
 PORT=7190
+# initiator scenarios: hostile-peer listens on IP_D:IPORT
+IP_C=198.18.1.1 IP_D=198.18.1.2
+IPORT=7192
 # (none at present. Found and fixed: markers negotiated for both
 # directions at once, the invalid-QN TERMINATE without its header copy,
 # MULPDU not enforced on receive; and send_too_long / send_inv_foreign,
@@ -125,13 +136,85 @@ scenario() {
 	return $rc
 }
 
+# init_topo: the second veth pair (distinct ifindexes, see lib.sh) and
+# rsiw1 on vc in ns A, for the initiator scenarios.
+init_topo() {
+	ip link add vc netns "$NS_A" index 103 type veth peer name vd netns "$NS_B" index 104 &&
+		in_a ip addr add "$IP_C/24" dev vc && in_b ip addr add "$IP_D/24" dev vd &&
+		in_a ip link set vc up && in_b ip link set vd up &&
+		add_dev "$NS_A" rsiw1 rsiw vc
+}
+
+# res_idle: no QP and no cm_id left on the rsiw devices (after a settle of
+# up to a few seconds: the teardown finishes asynchronously).
+res_idle() {
+	local bad
+	for _ in $(seq $((10 * $(tmo 5)))); do
+		bad=$(rdma res show | grep -E '^[0-9]+: rsiw[0-9]*: ' | grep -E ' (qp|cm_id) [1-9]')
+		[ -z "$bad" ] && return 0
+		sleep 0.1
+	done
+	echo "resources left: $bad"
+	return 1
+}
+
+# init_scenario NAME: hostile-peer listens in ns B, rping -c on rsiw1 in
+# ns A connects to it. 0 passed, 1 failed.
+init_scenario() {
+	local rc=0 hp hrc rrc t0 dt
+	in_b "$HP" --listen "$IP_D:$IPORT" --scenario "$1" --timeout "$HOSTILE_TIMEOUT" \
+		--accept-timeout "$(tmo 60)" >"$WORK/hp.out" 2>&1 &
+	hp=$!
+	for _ in $(seq 50); do
+		in_b ss -ltn | grep -q "$IP_D:$IPORT " && break
+		sleep 0.1
+	done
+	t0=$(date +%s)
+	in_a timeout "$(tmo 30)" rping -c -a "$IP_D" -p "$IPORT" -C 1 -S 64 >"$WORK/rping.out" 2>&1
+	rrc=$?
+	dt=$(($(date +%s) - t0))
+	wait "$hp"
+	hrc=$?
+	grep -v '^ok ' "$WORK/hp.out"
+	echo "rping: exit $rrc after $dt s: $(grep -E 'cma event|error|fail|DISCONNECT' "$WORK/rping.out" | head -n 3 | tr '\n' ' ')"
+	if [ $rrc = 0 ] && [ "$1" = init_garbage_after_reply ] && grep -q 'DISCONNECT EVENT' "$WORK/rping.out"; then
+		# connected, then torn down by rsiw's TERMINATE: rping -C 1
+		# reports the DISCONNECTED event but exits 0 (seen)
+		:
+	elif [ $rrc = 0 ]; then
+		echo "rping succeeded against the hostile peer"
+		rc=1
+	elif [ $rrc = 124 ]; then
+		echo "rping still running after $(tmo 30) s"
+		rc=1
+	fi
+	[ $hrc = 0 ] || rc=1
+	if [ "$1" = init_reply_reject ] && ! grep -q RDMA_CM_EVENT_REJECTED "$WORK/rping.out"; then
+		echo "rping did not see REJECTED"
+		rc=1
+	fi
+	res_idle || rc=1
+	return $rc
+}
+
 known() { [[ " $HOSTILE_KNOWN " == *" $1 "* ]] && [ -z "${HOSTILE_STRICT:-}" ]; }
 
-check "setup: topology, rsiw0 in ns B, siw0 in ns A" eval \
-	'topo_up && load_rsiw $HOSTILE_MODPARAMS && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va'
+check "setup: topology, rsiw0 in ns B, siw0 and rsiw1 (vc) in ns A" eval \
+	'topo_up && load_rsiw $HOSTILE_MODPARAMS && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va && init_topo'
 
 for s in "${SCEN[@]}"; do
-	if [ "$HOSTILE_SERVER" = rping ] && [[ "$TABLE_SCEN" == *" $s "* ]]; then
+	if [[ "$s" == init_* ]]; then
+		# the details (what rsiw and rping did) also on success
+		kmsg_mark
+		out=$(init_scenario "$s" 2>&1)
+		rc=$?
+		echo "$out" | sed 's/^# //; s/^/# /'
+		if kmsg_check && [ $rc = 0 ]; then
+			ktap_test_pass "hostile: $s"
+		else
+			ktap_test_fail "hostile: $s"
+		fi
+	elif [ "$HOSTILE_SERVER" = rping ] && [[ "$TABLE_SCEN" == *" $s "* ]]; then
 		ktap_test_skip "hostile: $s (needs the canary server's STag table)"
 	elif known "$s"; then
 		kmsg_mark
@@ -180,5 +263,5 @@ rping_v() {
 	wait "$SERVER"
 }
 check "afterwards: siw client -> rsiw server rping -V 20 x 4000 B" rping_v
-check "cleanup" eval 'del_dev siw0; del_dev rsiw0; unload_rsiw && rmmod siw && topo_down'
+check "cleanup" eval 'del_dev siw0; del_dev rsiw1; del_dev rsiw0; unload_rsiw && rmmod siw && topo_down'
 ktap_finished

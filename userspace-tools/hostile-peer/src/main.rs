@@ -6,8 +6,14 @@
 //!   hostile-peer --target IP:PORT --scenario NAME [--timeout SECS]
 //!   hostile-peer --target IP:PORT --all            (KTAP)
 //!   hostile-peer --target IP:PORT --mutate COUNT [--seed S]
+//!   hostile-peer --listen IP:PORT --scenario init_NAME [--timeout SECS]
+//!                [--accept-timeout SECS]
+//!
+//! With `--listen` the roles turn: rsiw is the initiator (an rdma_cm client
+//! connects to us) and the `init_*` scenarios bend the MPA Reply.
 
 mod frames;
+mod listen;
 mod mutate;
 mod peer;
 mod scenarios;
@@ -19,7 +25,7 @@ use scenarios::{Ctx, Scenario, ALL};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME | --all | --mutate COUNT [--seed S]) [--timeout SECS]"
+        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME | --all | --mutate COUNT [--seed S]) [--timeout SECS]\n       hostile-peer --listen IP:PORT --scenario init_NAME [--timeout SECS] [--accept-timeout SECS]"
     );
     ExitCode::from(2)
 }
@@ -35,6 +41,8 @@ fn one_line(s: &str) -> String {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut target = None;
+    let mut listen_on: Option<std::net::SocketAddr> = None;
+    let mut accept_t = 60u64;
     let mut names = Vec::new();
     let mut all = false;
     let mut list = false;
@@ -50,6 +58,20 @@ fn main() -> ExitCode {
             "--target" => match val(i).and_then(|v| v.parse().ok()) {
                 Some(a) => {
                     target = Some(a);
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "--listen" => match val(i).and_then(|v| v.parse().ok()) {
+                Some(a) => {
+                    listen_on = Some(a);
+                    i += 1;
+                }
+                None => return usage(),
+            },
+            "--accept-timeout" => match val(i).and_then(|v| v.parse().ok()) {
+                Some(v) => {
+                    accept_t = v;
                     i += 1;
                 }
                 None => return usage(),
@@ -94,7 +116,33 @@ fn main() -> ExitCode {
         for s in ALL {
             println!("{:<26} {}", s.name, s.what);
         }
+        for s in listen::ALL {
+            println!("{:<26} {}", s.name, s.what);
+        }
         return ExitCode::SUCCESS;
+    }
+    if let Some(addr) = listen_on {
+        let [name] = names.as_slice() else {
+            return usage();
+        };
+        let Some(s) = listen::find(name) else {
+            eprintln!("hostile-peer: unknown initiator scenario {name:?} (see --list)");
+            return ExitCode::from(2);
+        };
+        let ctx = listen::LCtx {
+            t: Duration::from_secs(t),
+        };
+        return match listen::run(addr, s, &ctx, Duration::from_secs(accept_t)) {
+            Ok(d) => {
+                println!("# {}: {}", s.name, one_line(&d));
+                println!("ok 1 {}", s.name);
+                ExitCode::SUCCESS
+            }
+            Err(g) => {
+                println!("not ok 1 {} # got {}", s.name, one_line(&g));
+                ExitCode::FAILURE
+            }
+        };
     }
     let Some(target) = target else {
         return usage();

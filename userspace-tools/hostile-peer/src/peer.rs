@@ -91,13 +91,14 @@ impl RxSink for Sink {
 /// What an MPA exchange produced.
 #[derive(Debug)]
 pub enum MpaOutcome {
-    /// A complete Reply.
+    /// A complete frame (a Reply, or a Request in listener mode).
     Reply {
         hdr: MpaRr,
-        #[allow(dead_code)]
         ird_ord: Option<IrdOrd>,
+        /// Private data after the IRD/ORD data.
+        pdata: Vec<u8>,
     },
-    /// Octets that do not parse as a Reply.
+    /// Octets that do not parse as the expected frame.
     Invalid(String),
     /// Nothing (the connection ended or the timeout expired first).
     Nothing(End),
@@ -108,11 +109,16 @@ impl std::fmt::Display for MpaOutcome {
         match self {
             MpaOutcome::Reply { hdr, .. } => write!(
                 f,
-                "MPA Reply rev {} M={} C={} R={} PD_Length {}",
-                hdr.revision, hdr.markers as u8, hdr.crc as u8, hdr.reject as u8, hdr.pd_len
+                "MPA {:?} rev {} M={} C={} R={} PD_Length {}",
+                hdr.kind,
+                hdr.revision,
+                hdr.markers as u8,
+                hdr.crc as u8,
+                hdr.reject as u8,
+                hdr.pd_len
             ),
-            MpaOutcome::Invalid(s) => write!(f, "invalid Reply: {s}"),
-            MpaOutcome::Nothing(e) => write!(f, "no Reply, connection {}", end_str(e)),
+            MpaOutcome::Invalid(s) => write!(f, "invalid frame: {s}"),
+            MpaOutcome::Nothing(e) => write!(f, "no frame, connection {}", end_str(e)),
         }
     }
 }
@@ -156,8 +162,13 @@ impl Peer {
     pub fn connect(target: SocketAddr) -> Result<Self, String> {
         let sock = TcpStream::connect_timeout(&target, Duration::from_secs(5))
             .map_err(|e| format!("connect to {target}: {e}"))?;
+        Ok(Self::from_stream(sock))
+    }
+
+    /// A peer on an established (e.g. accepted) connection.
+    pub fn from_stream(sock: TcpStream) -> Self {
         sock.set_nodelay(true).ok();
-        Ok(Self {
+        Self {
             sock,
             tx_mode: MpaMode::default(),
             tx_off: 0,
@@ -167,7 +178,7 @@ impl Peer {
             end: End::Open,
             rx_bytes: 0,
             send_msn: 1,
-        })
+        }
     }
 
     pub fn send_raw(&mut self, b: &[u8]) -> Result<(), String> {
@@ -182,8 +193,14 @@ impl Peer {
     }
 
     pub fn read_reply(&mut self, t: Duration) -> Result<MpaOutcome, String> {
+        self.read_rr(FrameKind::Reply, t)
+    }
+
+    /// Waits up to `t` for a Request or Reply frame (reading no octet past
+    /// it).
+    pub fn read_rr(&mut self, kind: FrameKind, t: Duration) -> Result<MpaOutcome, String> {
         let deadline = Instant::now() + t;
-        let mut p = RrParser::new(Some(FrameKind::Reply), 512);
+        let mut p = RrParser::new(Some(kind), 512);
         let mut buf = [0u8; 532];
         loop {
             let want = p.wanted();
@@ -204,6 +221,7 @@ impl Peer {
         Ok(MpaOutcome::Reply {
             hdr: f.hdr,
             ird_ord: f.ird_ord,
+            pdata: f.pdata.to_vec(),
         })
     }
 

@@ -216,7 +216,7 @@ pub(crate) fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
 fn establish_io(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Option<IrdOrd>), String> {
     let mut p = Peer::connect(ctx.target)?;
     match p.mpa(req, ctx.t)? {
-        MpaOutcome::Reply { hdr, ird_ord } if !hdr.reject => {
+        MpaOutcome::Reply { hdr, ird_ord, .. } if !hdr.reject => {
             let crc = hdr.crc || req.crc;
             p.start_fpdus(
                 MpaMode {
@@ -400,6 +400,7 @@ fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
         MpaOutcome::Reply {
             hdr,
             ird_ord: Some(io),
+            ..
         } if !hdr.reject => {
             if !(io.peer_to_peer && io.write_rtr && !io.read_rtr) {
                 return Err(format!(

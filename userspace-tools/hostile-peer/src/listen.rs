@@ -1,0 +1,328 @@
+//! Listener mode: rsiw is the MPA *initiator*. The hostile peer accepts one
+//! TCP connection (from an rdma_cm client on rsiw, e.g. `rping -c`), reads
+//! and checks its MPA Request (RFC 5044 / RFC 6581: revision 2, the
+//! Request key, IRD/ORD data, PD_Length), then bends its MPA Reply and
+//! reports what rsiw did: closed (FIN) or reset the connection, or kept it
+//! open, and after how long.
+//!
+//!   hostile-peer --listen IP:PORT --scenario init_NAME [--timeout SECS]
+
+use std::io::ErrorKind;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use rsiw_wire::connect::{FrameKind, IrdOrd, REP_KEY, REVISION_2};
+use rsiw_wire::error::ProtocolError;
+use rsiw_wire::mpa::MpaMode;
+use rsiw_wire::rdmap::Opcode;
+
+use crate::frames::{self, ReqSpec};
+use crate::peer::{end_str, End, MpaOutcome, Peer};
+use crate::scenarios::Outcome;
+
+/// rsiw's MPA timeout (rust/cm.rs `MPA_TIMEOUT_MS`).
+const RSIW_MPA_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct LCtx {
+    /// How long to wait for an answer.
+    pub t: Duration,
+}
+
+/// The checked MPA Request of the initiator.
+pub struct Req {
+    pub markers: bool,
+    pub crc: bool,
+    pub io: IrdOrd,
+    pub pd_len: u16,
+}
+
+pub struct InitScenario {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub run: fn(&LCtx, Peer, &Req) -> Outcome,
+}
+
+macro_rules! isc {
+    ($n:ident, $w:expr) => {
+        InitScenario {
+            name: stringify!($n),
+            what: $w,
+            run: $n,
+        }
+    };
+}
+
+pub const ALL: &[InitScenario] = &[
+    isc!(
+        init_no_reply,
+        "[initiator] no MPA Reply at all: expect rsiw to give up (MPA timeout) and close"
+    ),
+    isc!(
+        init_reply_bad_key,
+        "[initiator] a Reply with a wrong key: expect close"
+    ),
+    isc!(
+        init_reply_reject,
+        "[initiator] a Reply with R=1 and private data: expect close (application: REJECTED)"
+    ),
+    isc!(
+        init_reply_bad_revision,
+        "[initiator] a Reply with revision 3: expect close"
+    ),
+    isc!(
+        init_reply_truncated,
+        "[initiator] 10 octets of a Reply, then FIN: expect close"
+    ),
+    isc!(
+        init_reply_pd_too_long,
+        "[initiator] a Reply with PD_Length 513: expect close"
+    ),
+    isc!(
+        init_garbage_after_reply,
+        "[initiator] a valid Reply, then 4 KiB of random octets: expect TERMINATE (LLP) and close, or close"
+    ),
+];
+
+pub fn find(name: &str) -> Option<&'static InitScenario> {
+    ALL.iter().find(|s| s.name == name)
+}
+
+/// Accepts one connection on `addr` (waiting up to `accept_t`), checks the
+/// MPA Request and runs the scenario.
+pub fn run(addr: SocketAddr, s: &InitScenario, ctx: &LCtx, accept_t: Duration) -> Outcome {
+    let l = TcpListener::bind(addr).map_err(|e| format!("bind {addr}: {e}"))?;
+    println!("# listening on {addr}");
+    let sock = accept(&l, accept_t)?;
+    drop(l);
+    let from = sock.peer_addr().map_err(|e| e.to_string())?;
+    let mut p = Peer::from_stream(sock);
+    let req = read_request(&mut p, ctx.t)?;
+    println!(
+        "# {from}: MPA Request rev 2 M={} C={} IRD {} ORD {} P2P={} PD_Length {}",
+        req.markers as u8,
+        req.crc as u8,
+        req.io.ird,
+        req.io.ord,
+        req.io.peer_to_peer as u8,
+        req.pd_len
+    );
+    (s.run)(ctx, p, &req)
+}
+
+fn accept(l: &TcpListener, t: Duration) -> Result<TcpStream, String> {
+    l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + t;
+    loop {
+        match l.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return Ok(s);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                if Instant::now() >= deadline {
+                    return Err(format!("no connection within {} s", t.as_secs()));
+                }
+                sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("accept: {e}")),
+        }
+    }
+}
+
+/// Reads the initiator's Request and checks it: the key and the header
+/// (the wire core's parser), revision 2 with IRD/ORD data (rsiw's default
+/// `mpa_rev=2`), PD_Length covering them.
+fn read_request(p: &mut Peer, t: Duration) -> Result<Req, String> {
+    match p.read_rr(FrameKind::Request, t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord,
+            pdata,
+        } => {
+            if hdr.revision != REVISION_2 {
+                return Err(format!("Request revision {}, not 2", hdr.revision));
+            }
+            if hdr.reject {
+                return Err("Request with the R bit set".into());
+            }
+            let Some(io) = ird_ord.filter(|_| hdr.enhanced) else {
+                return Err(format!(
+                    "revision 2 Request without IRD/ORD data (PD_Length {})",
+                    hdr.pd_len
+                ));
+            };
+            if usize::from(hdr.pd_len) != 4 + pdata.len() {
+                return Err(format!(
+                    "PD_Length {} but {} octets of private data after IRD/ORD",
+                    hdr.pd_len,
+                    pdata.len()
+                ));
+            }
+            Ok(Req {
+                markers: hdr.markers,
+                crc: hdr.crc,
+                io,
+                pd_len: hdr.pd_len,
+            })
+        }
+        o => Err(format!("bad MPA Request: {o}")),
+    }
+}
+
+/// A Reply matching the Request (same C; no markers wanted; IRD/ORD
+/// mirrored; no peer-to-peer RTR), as `ReqSpec` bytes with the Reply key.
+fn reply_spec(req: &Req) -> ReqSpec {
+    ReqSpec {
+        key: REP_KEY,
+        markers: false,
+        crc: req.crc,
+        ird_ord: Some(IrdOrd {
+            ird: req.io.ord.min(16),
+            ord: req.io.ird.min(16),
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    }
+}
+
+/// Waits for rsiw to end the connection after our misbehaviour (at `t0`).
+/// Nothing may arrive: no FPDU before a valid Reply.
+fn expect_close(p: &mut Peer, t0: Instant, t: Duration) -> Outcome {
+    let closed = p.wait_close(t);
+    let dt = t0.elapsed();
+    if p.rx_bytes > 0 {
+        return Err(format!(
+            "{} octets received after our bad Reply; connection {}",
+            p.rx_bytes,
+            end_str(&p.end)
+        ));
+    }
+    if !closed {
+        return Err(format!(
+            "connection {} after {:.1} s",
+            end_str(&p.end),
+            dt.as_secs_f32()
+        ));
+    }
+    Ok(format!(
+        "{} after {:.1} s",
+        end_str(&p.end),
+        dt.as_secs_f32()
+    ))
+}
+
+fn send_bad_reply(ctx: &LCtx, mut p: Peer, b: &[u8]) -> Outcome {
+    p.send_raw(b)?;
+    expect_close(&mut p, Instant::now(), ctx.t)
+}
+
+fn init_no_reply(ctx: &LCtx, mut p: Peer, _req: &Req) -> Outcome {
+    let t0 = Instant::now();
+    // rsiw gives up after its MPA timeout; allow that plus our timeout.
+    let d = expect_close(&mut p, t0, RSIW_MPA_TIMEOUT + ctx.t)?;
+    if t0.elapsed() + Duration::from_secs(1) < RSIW_MPA_TIMEOUT {
+        return Err(format!("gave up before its MPA timeout: {d}"));
+    }
+    Ok(d)
+}
+
+fn init_reply_bad_key(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
+    let b = frames::mpa_request(&ReqSpec {
+        key: *b"MPA ID Rep Frume",
+        ..reply_spec(req)
+    });
+    send_bad_reply(ctx, p, &b)
+}
+
+fn init_reply_reject(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
+    let mut b = frames::mpa_request(&ReqSpec {
+        pdata: b"hostile-peer: rejected".to_vec(),
+        ..reply_spec(req)
+    });
+    b[16] |= rsiw_wire::connect::FLAG_REJECT;
+    send_bad_reply(ctx, p, &b)
+}
+
+fn init_reply_bad_revision(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
+    let b = frames::mpa_request(&ReqSpec {
+        revision: 3,
+        ..reply_spec(req)
+    });
+    send_bad_reply(ctx, p, &b)
+}
+
+fn init_reply_truncated(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    let b = frames::mpa_request(&reply_spec(req));
+    p.send_raw(&b[..10])?;
+    sleep(Duration::from_millis(200));
+    p.sock.shutdown(Shutdown::Write).ok();
+    expect_close(&mut p, Instant::now(), ctx.t)
+}
+
+fn init_reply_pd_too_long(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
+    // 4 octets IRD/ORD + 509 of private data: PD_Length 513, all sent.
+    let b = frames::mpa_request(&ReqSpec {
+        pdata: vec![0x42; 509],
+        ..reply_spec(req)
+    });
+    send_bad_reply(ctx, p, &b)
+}
+
+fn init_garbage_after_reply(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    p.send_raw(&frames::mpa_request(&reply_spec(req)))?;
+    // RFC 5044 7.1.1: rsiw's M asks for markers on what we send; ours
+    // (M=0) on what it sends. Both use CRC if either asked for it.
+    p.start_fpdus(
+        MpaMode {
+            markers: req.markers,
+            crc: req.crc,
+        },
+        MpaMode {
+            markers: false,
+            crc: req.crc,
+        },
+    );
+    // rping's first Send (its rping_rdma_info) shows the connection works.
+    p.observe(ctx.t, |p| !p.segs().is_empty());
+    let first = match p.segs().first() {
+        Some(s) => s.hdr.opcode.name().to_string(),
+        None if p.end == End::Open => "nothing".into(),
+        None => return Err(format!("before the garbage: {}", p.summary())),
+    };
+    let n0 = p.segs().len();
+    let t0 = Instant::now();
+    // rsiw may close while we write: a send error is fine.
+    let _ = p.send_raw(&frames::garbage(0x1417_c0de, 4096));
+    if !p.wait_close(ctx.t) {
+        return Err(format!(
+            "not closed within {} s after the garbage: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
+    }
+    let dt = t0.elapsed();
+    let after: Vec<_> = p.segs()[n0..].to_vec();
+    let terms = after
+        .iter()
+        .filter(|s| s.hdr.opcode == Opcode::Terminate)
+        .count();
+    if let Some(s) = after.iter().find(|s| s.hdr.opcode == Opcode::Terminate) {
+        let t = s.term().expect("terminate");
+        if ProtocolError::from_term_code(t.code).is_none() && (t.code.layer, t.code.code) != (2, 3)
+        {
+            return Err(format!("TERMINATE with unregistered code: {}", p.summary()));
+        }
+        if terms > 1 {
+            return Err(format!("{terms} TERMINATEs: {}", p.summary()));
+        }
+        if after.last().map(|s| s.hdr.opcode) != Some(Opcode::Terminate) {
+            return Err(format!("FPDUs after the TERMINATE: {}", p.summary()));
+        }
+    }
+    Ok(format!(
+        "first FPDU {first}; after the garbage ({:.1} s): {}",
+        dt.as_secs_f32(),
+        p.summary()
+    ))
+}
