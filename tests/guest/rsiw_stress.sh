@@ -479,6 +479,8 @@ stest "kill -9 of rping -V client, then server: all released" kill_rping
 stest "rmmod under traffic: EBUSY, traffic unharmed; rmmod after it" rmmod_busy
 stest "rdma link delete under traffic (server side, then client side)" link_delete
 stest "net device down under traffic: applications exit; up: new verified run" netdev_down_up
-stest "soak ${SOAK} s: mixed operations, nothing lost" soak
+# (the soak's own limit: its duration plus the usual margin)
+STRESS_TEST_TIMEOUT=$((SOAK + ${STRESS_TEST_TIMEOUT:-400})) \
+	stest "soak ${SOAK} s: mixed operations, nothing lost" soak
 stest "cleanup: rdma res empty, rmmod, memory back" finish
 ktap_finished
