@@ -19,7 +19,7 @@ use rsiw_wire::rdmap::Opcode;
 
 use crate::frames::{self, ReqSpec};
 use crate::peer::{end_str, End, MpaOutcome, Peer};
-use crate::scenarios::Outcome;
+use crate::scenarios::{sc, Outcome};
 
 /// rsiw's MPA timeout (rust/cm.rs `MPA_TIMEOUT_MS`).
 const RSIW_MPA_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,48 +37,35 @@ pub struct Req {
     pub pd_len: u16,
 }
 
-pub struct InitScenario {
-    pub name: &'static str,
-    pub what: &'static str,
-    pub run: fn(&LCtx, Peer, &Req) -> Outcome,
-}
-
-macro_rules! isc {
-    ($n:ident, $w:expr) => {
-        InitScenario {
-            name: stringify!($n),
-            what: $w,
-            run: $n,
-        }
-    };
-}
+/// An initiator-side scenario.
+pub type InitScenario = crate::scenarios::Scenario<fn(&LCtx, Peer, &Req) -> Outcome>;
 
 pub const ALL: &[InitScenario] = &[
-    isc!(
+    sc!(
         init_no_reply,
         "[initiator] no MPA Reply at all: expect rsiw to give up (MPA timeout) and close"
     ),
-    isc!(
+    sc!(
         init_reply_bad_key,
         "[initiator] a Reply with a wrong key: expect close"
     ),
-    isc!(
+    sc!(
         init_reply_reject,
         "[initiator] a Reply with R=1 and private data: expect close (application: REJECTED)"
     ),
-    isc!(
+    sc!(
         init_reply_bad_revision,
         "[initiator] a Reply with revision 3: expect close"
     ),
-    isc!(
+    sc!(
         init_reply_truncated,
         "[initiator] 10 octets of a Reply, then FIN: expect close"
     ),
-    isc!(
+    sc!(
         init_reply_pd_too_long,
         "[initiator] a Reply with PD_Length 513: expect close"
     ),
-    isc!(
+    sc!(
         init_garbage_after_reply,
         "[initiator] a valid Reply, then 4 KiB of random octets: expect TERMINATE (LLP) and close, or close"
     ),

@@ -34,21 +34,24 @@ pub struct Ctx {
 /// Ok(details) when the outcome is what the RFCs prescribe, Err(got).
 pub type Outcome = Result<String, String>;
 
-pub struct Scenario {
+/// A named scenario; `F` is its entry point (listener side: `fn(&Ctx)`,
+/// initiator side: see `listen::InitScenario`).
+pub struct Scenario<F = fn(&Ctx) -> Outcome> {
     pub name: &'static str,
     pub what: &'static str,
-    pub run: fn(&Ctx) -> Outcome,
+    pub run: F,
 }
 
 macro_rules! sc {
     ($n:ident, $w:expr) => {
-        Scenario {
+        $crate::scenarios::Scenario {
             name: stringify!($n),
             what: $w,
             run: $n,
         }
     };
 }
+pub(crate) use sc;
 
 pub const ALL: &[Scenario] = &[
     sc!(
