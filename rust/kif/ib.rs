@@ -15,10 +15,10 @@ use core::{
 use kernel::{
     bindings,
     error::{from_result, to_result},
-    new_condvar, new_mutex,
+    new_condvar, new_mutex, new_spinlock,
     prelude::*,
     str::CStr,
-    sync::{CondVar, Mutex},
+    sync::{CondVar, Mutex, SpinLock},
 };
 
 use kernel::sync::Arc;
@@ -1175,8 +1175,8 @@ fn ops<T: Driver>() -> bindings::ib_device_ops {
         iw_get_qp: Some(iw_get_qp::<T>),
         alloc_hw_port_stats: Some(alloc_hw_port_stats::<T>),
         get_hw_stats: Some(get_hw_stats::<T>),
-        iw_add_ref: Some(iw_qp_ref),
-        iw_rem_ref: Some(iw_qp_ref),
+        iw_add_ref: Some(iw_add_ref::<T>),
+        iw_rem_ref: Some(iw_rem_ref::<T>),
         mmap: Some(super::queue::mmap),
         mmap_free: Some(super::queue::mmap_free),
         size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),

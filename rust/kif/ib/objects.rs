@@ -18,6 +18,56 @@ pub(super) struct CqSlot<T: Driver> {
 pub(super) struct QpSlot<T: Driver> {
     drv: Arc<T::Qp>,
     handle: QpHandle,
+    cm: Arc<CmRefs>,
+}
+
+/// The iWARP CM's references on a QP (`iw_add_ref`/`iw_rem_ref`). The CM
+/// keeps the `ib_qp` pointer of a connection and uses it (e.g. to move the
+/// QP to error when its id is destroyed) until it drops its reference, while
+/// the RDMA core frees the `ib_qp` as soon as `destroy_qp` returns; so
+/// `destroy_qp` waits until the count is zero.
+#[pin_data]
+pub(super) struct CmRefs {
+    #[pin]
+    count: SpinLock<u32>,
+    #[pin]
+    zero: CondVar,
+}
+
+impl CmRefs {
+    fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                count <- new_spinlock!(0),
+                zero <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn get(&self) {
+        *self.count.lock() += 1;
+    }
+
+    fn put(&self) {
+        let mut c = self.count.lock();
+        if *c == 0 {
+            pr_warn!("rsiw: iWARP CM dropped a QP reference it did not hold\n");
+            return;
+        }
+        *c -= 1;
+        if *c == 0 {
+            self.zero.notify_all();
+        }
+    }
+
+    /// Sleeps until the CM holds no reference.
+    fn wait_zero(&self) {
+        let mut c = self.count.lock();
+        while *c != 0 {
+            self.zero.wait(&mut c);
+        }
+    }
 }
 
 /// Driver state of an SRQ, after its `ib_srq`.
@@ -232,12 +282,13 @@ pub(super) unsafe extern "C" fn create_qp<T: Driver>(
                 udata: Udata::from_raw(udata)?,
             }
         };
+        let cm = CmRefs::new()?;
         let (drv, qpn) = T::create_qp(dev, args)?;
         // SAFETY: the core allocated `size_ib_qp` octets; the slot is
         // written once.
         unsafe {
             (*qp).qp_num = qpn;
-            addr_of_mut!((*obj_ptr::<_, QpSlot<T>>(qp)).drv).write(QpSlot { drv, handle });
+            addr_of_mut!((*obj_ptr::<_, QpSlot<T>>(qp)).drv).write(QpSlot { drv, handle, cm });
         }
         Ok(0)
     })
@@ -331,10 +382,19 @@ pub(super) unsafe extern "C" fn destroy_qp<T: Driver>(
     qp: *mut bindings::ib_qp,
     _udata: *mut bindings::ib_udata,
 ) -> kernel::ffi::c_int {
-    // SAFETY: the slot was written by `create_qp` and is read out once.
+    // SAFETY: live QP of a `T` device whose slot `create_qp` wrote.
+    let (dev, s) = unsafe { (drv_of::<T>((*qp).device), slot::<_, QpSlot<T>>(qp)) };
+    let cm = s.cm.clone();
+    // The slot keeps its own reference to the driver state while the CM may
+    // still call `modify_qp`.
+    T::destroy_qp(dev, s.drv.clone());
+    // The connection is gone or going: the CM drops its references when it
+    // gets the CLOSE (or a failed CONNECT_REPLY), or when its id is
+    // destroyed. Until then it may still use this `ib_qp`.
+    cm.wait_zero();
+    // SAFETY: the slot was written by `create_qp` and is read out once;
+    // nobody uses the QP any more (its owner destroys it, the CM let go).
     let s = unsafe { ptr::read(addr_of_mut!((*obj_ptr::<_, QpSlot<T>>(qp)).drv)) };
-    // SAFETY: live QP of a `T` device.
-    T::destroy_qp(unsafe { drv_of::<T>((*qp).device) }, s.drv);
     s.handle.0.revoke();
     0
 }
@@ -839,11 +899,26 @@ pub(super) unsafe extern "C" fn iw_get_qp<T: Driver>(
     })
 }
 
-/// RDMA core entry points `iw_add_ref`/`iw_rem_ref`. QP memory belongs to
-/// the RDMA core and the driver state is reference counted on its own, so
-/// the CM's references need no bookkeeping here.
+/// RDMA core entry point `iw_add_ref`: the CM keeps a QP of a connection.
 ///
 /// # Safety
 ///
-/// Called by the iWARP CM; the QP pointer is not used.
-pub(super) unsafe extern "C" fn iw_qp_ref(_qp: *mut bindings::ib_qp) {}
+/// Called by the iWARP CM with a live QP of a `T` device (its owner has
+/// not destroyed it).
+pub(super) unsafe extern "C" fn iw_add_ref<T: Driver>(qp: *mut bindings::ib_qp) {
+    // SAFETY: per the contract, `create_qp` wrote the slot.
+    unsafe { slot::<_, QpSlot<T>>(qp) }.cm.get();
+}
+
+/// RDMA core entry point `iw_rem_ref`: the CM lets go of a QP.
+///
+/// # Safety
+///
+/// Called by the iWARP CM for a QP it holds a reference on, which keeps
+/// `destroy_qp` from returning and the slot alive during the call.
+pub(super) unsafe extern "C" fn iw_rem_ref<T: Driver>(qp: *mut bindings::ib_qp) {
+    // SAFETY: per the contract. `destroy_qp` holds its own reference on the
+    // counter, so the wake-up may free the QP while `put` returns.
+    let cm = unsafe { slot::<_, QpSlot<T>>(qp) }.cm.clone();
+    cm.put();
+}
