@@ -485,6 +485,13 @@ pub struct TxState {
     started: bool,
     /// The peer-to-peer RTR is still to be sent (before any work request).
     rtr: bool,
+    /// The send queue slot after the last work request taken: when it is
+    /// valid, another message follows right away.
+    sq_next: Option<u32>,
+    /// The last TCP send ended a message with `MSG_MORE` because another
+    /// one followed (small messages share TCP segments): TCP holds the
+    /// tail until the next send or [`Socket::push`](crate::kif::sock::Socket::push).
+    corked: bool,
     scratch: [u8; SCRATCH],
 }
 
@@ -505,6 +512,8 @@ impl TxState {
             mode: MpaMode::default(),
             started: false,
             rtr: false,
+            sq_next: None,
+            corked: false,
             scratch: [0; SCRATCH],
         }
     }
@@ -517,6 +526,8 @@ impl TxState {
         self.sent = 0;
         self.mode = mode;
         self.started = true;
+        self.sq_next = None;
+        self.corked = false;
     }
 }
 
@@ -676,6 +687,7 @@ pub fn run(qp: &Arc<Qp>) {
             if tx.job.take().is_some() {
                 flush_active_wr(qp);
             }
+            uncork(&conn, &mut tx);
             return;
         }
         if state == QpState::Terminate
@@ -690,10 +702,19 @@ pub fn run(qp: &Arc<Qp>) {
             match next_job(qp, &mut tx, state) {
                 Next::Job(j) => tx.job = Some(j),
                 Next::Again => continue,
-                Next::Idle => return,
+                Next::Idle => {
+                    uncork(&conn, &mut tx);
+                    return;
+                }
             }
         }
-        match send_batch(&conn, &mut tx, &qp.stats) {
+        // Another work request is waiting: the end of this message need
+        // not be pushed on its own (the sender of many small messages
+        // fills TCP segments instead of sending one per message).
+        let queued = state == QpState::Rts
+            && tx.job.as_ref().is_some_and(|j| j.kind == Kind::Wr)
+            && tx.sq_next.is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0);
+        match send_batch(&conn, &mut tx, &qp.stats, queued) {
             Ok(true) => {
                 // Dropped in place: a job is a few hundred octets.
                 let Some((kind, total)) = tx.job.as_ref().map(|j| (j.kind, j.total)) else {
@@ -711,7 +732,10 @@ pub fn run(qp: &Arc<Qp>) {
                 }
             }
             Ok(false) => {}
-            Err(e) if e == EAGAIN => return,
+            Err(e) if e == EAGAIN => {
+                uncork(&conn, &mut tx);
+                return;
+            }
             Err(e) => {
                 if let Some(job) = tx.job.take() {
                     if job.kind == Kind::Wr {
@@ -731,6 +755,14 @@ pub fn run(qp: &Arc<Qp>) {
             qp.schedule_tx();
             return;
         }
+    }
+}
+
+/// Pushes what TCP holds back after a message sent with `MSG_MORE` (the
+/// transmit function stops without sending the message that was to follow).
+fn uncork(conn: &Conn, tx: &mut TxState) {
+    if core::mem::take(&mut tx.corked) {
+        conn.sock.push();
     }
 }
 
@@ -1018,6 +1050,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
             if !claim(qp, idx, Some(WrRef::of(&sqe))) {
                 return Next::Again;
             }
+            tx.sq_next = Some(idx.wrapping_add(1));
             Next::Job(Job {
                 kind: Kind::Wr,
                 sqe,
@@ -1273,13 +1306,14 @@ fn segment_header(job: &Job, seg: &Segment, out: &mut [u8; HDR_MAX]) -> Option<u
 /// sends what TCP has not taken yet, and commits when all of it went out.
 /// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
 /// when it has more to send, `EAGAIN` when TCP is full.
-fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats) -> Result<bool> {
+fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
     let TxState {
         off,
         job: job_slot,
         sent,
         mode,
         scratch,
+        corked,
         ..
     } = tx;
     let Some(job) = job_slot.as_ref() else {
@@ -1417,7 +1451,7 @@ fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats) -> Result<bool> {
         let mut c = seg;
         c.next_segment(0).is_some()
     };
-    let n = match conn.sock.send(v.get(..nv).unwrap_or(&[]), more) {
+    let n = match conn.sock.send(v.get(..nv).unwrap_or(&[]), more || queued) {
         Ok(n) => n,
         Err(e) => {
             if e == EAGAIN {
@@ -1427,6 +1461,8 @@ fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats) -> Result<bool> {
         }
     };
     stats.inc(Counter::TxTcpSends);
+    // A send without MSG_MORE pushes everything TCP held back before.
+    *corked = queued || (more && *corked);
     *sent += n;
     if *sent < total {
         stats.inc(Counter::TxTcpFull);

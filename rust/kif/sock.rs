@@ -399,6 +399,14 @@ impl Socket {
         Ok(r as usize)
     }
 
+    /// Pushes what TCP holds back after a [`send`](Self::send) with `more`.
+    /// Process context (takes the socket lock).
+    pub fn push(&self) {
+        // SAFETY: live socket with a `sock`; clearing TCP_CORK (never set
+        // here) pushes the pending frames, as a send without MSG_MORE would.
+        unsafe { bindings::tcp_sock_set_cork((*self.ptr.as_ptr()).sk, false) };
+    }
+
     /// Receives up to `buf.len()` octets without blocking (`EAGAIN` when
     /// none are queued, 0 at end of stream).
     pub fn recv(&self, buf: &mut [u8]) -> Result<usize> {

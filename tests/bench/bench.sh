@@ -42,6 +42,7 @@ LAT_SIZES=${BENCH_LAT_SIZES:-"64 4096"}
 TESTS=${BENCH_TESTS:-"bw lat msgrate"}
 MSGRATE_QPS=8
 MSGRATE_SIZE=64
+MSGRATE_LIST=16
 BW_TIMEOUT=$((DUR + 40))
 LAT_TIMEOUT=90
 NCPU=$(nproc)
@@ -239,11 +240,16 @@ lat_test() { # mtu rep drv prog size
 	say "$drv mtu $mtu rep $rep $tag $size: ${us:-fail} us"
 }
 
-msgrate_test() { # mtu rep drv
-	local mtu=$1 rep=$2 drv=$3 prog=ib_send_bw
+msgrate_test() { # mtu rep drv [post-list]
+	local mtu=$1 rep=$2 drv=$3 list=${4:-} prog=ib_send_bw
+	local tag=msgrate_send_q$MSGRATE_QPS extra=()
+	if [ -n "$list" ]; then
+		tag=${tag}_l$list
+		extra=(-l "$list")
+	fi
 	run_pair "$BW_TIMEOUT" \
-		"$prog" "${PT_COMMON[@]}" -d "$(dev_b "$drv")" -s "$MSGRATE_SIZE" -q "$MSGRATE_QPS" -D "$DUR" -f "$MARGIN" -p @PORT@ -- \
-		"$prog" "${PT_COMMON[@]}" -d "$(dev_a "$drv")" -s "$MSGRATE_SIZE" -q "$MSGRATE_QPS" -D "$DUR" -f "$MARGIN" -p @PORT@ "$IP_B"
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_b "$drv")" -s "$MSGRATE_SIZE" -q "$MSGRATE_QPS" "${extra[@]}" -D "$DUR" -f "$MARGIN" -p @PORT@ -- \
+		"$prog" "${PT_COMMON[@]}" -d "$(dev_a "$drv")" -s "$MSGRATE_SIZE" -q "$MSGRATE_QPS" "${extra[@]}" -D "$DUR" -f "$MARGIN" -p @PORT@ "$IP_B"
 	local row mpps="" st=ok
 	row=$(pt_row "$COUT")
 	# #bytes #iterations BW_peak BW_avg MsgRate[Mpps]
@@ -251,8 +257,8 @@ msgrate_test() { # mtu rep drv
 	if [ $RC != 0 ] || [ -z "$mpps" ] || ! awk -v v="$mpps" 'BEGIN{exit !(v+0 > 0)}'; then
 		st=fail mpps=""
 	fi
-	rec "$mtu" "$rep" "$drv" msgrate_send_q$MSGRATE_QPS "$MSGRATE_SIZE" msgrate "$mpps" Mpps "$st"
-	say "$drv mtu $mtu rep $rep msgrate ${MSGRATE_QPS}qp ${MSGRATE_SIZE}B: ${mpps:-fail} Mpps"
+	rec "$mtu" "$rep" "$drv" "$tag" "$MSGRATE_SIZE" msgrate "$mpps" Mpps "$st"
+	say "$drv mtu $mtu rep $rep msgrate ${MSGRATE_QPS}qp ${MSGRATE_SIZE}B${list:+ post list $list}: ${mpps:-fail} Mpps"
 }
 
 tcp_test() { # mtu rep
@@ -282,7 +288,11 @@ matrix() { # mtu rep drv
 		lat) for p in ib_write_lat ib_send_lat ib_read_lat; do
 			for s in $LAT_SIZES; do lat_test "$mtu" "$rep" "$drv" "$p" "$s"; done
 		done ;;
-		msgrate) msgrate_test "$mtu" "$rep" "$drv" ;;
+		msgrate)
+			msgrate_test "$mtu" "$rep" "$drv"
+			# the same with 16 work requests per post (one doorbell each)
+			msgrate_test "$mtu" "$rep" "$drv" "$MSGRATE_LIST"
+			;;
 		esac
 	done
 	links_down

@@ -189,7 +189,10 @@ def table(res, meta, host, mtus):
             r = res.median(mtu, "rsiw", test, s, "msgrate")
             v = res.median(mtu, "siw", test, s, "msgrate")
             f = lambda m: f"{m:.4f}"  # noqa: E731
-            add(f"| msg rate ({meta.get('msgrate', test)}) | {size_label(s)} | Mpps | "
+            label = meta.get('msgrate', test)
+            if "_l" in test:
+                label += " -l " + test.rsplit("_l", 1)[1]
+            add(f"| msg rate ({label}) | {size_label(s)} | Mpps | "
                 f"{res.cell(mtu, 'rsiw', test, s, 'msgrate', f)} | {res.cell(mtu, 'siw', test, s, 'msgrate', f)} | "
                 f"{ratio(r, v)} | | |")
         for k in sorted({k for k in res.seen if k[0] == mtu and k[4] == "cpu_s_per_GB"}):
