@@ -184,8 +184,7 @@ def table(res, meta, host, mtus):
                 add(f"| {prog} (typical) | {size_label(s)} | us | "
                     f"{res.cell(mtu, 'rsiw', test, s, 'lat_typical', fmt_g)} | "
                     f"{res.cell(mtu, 'siw', test, s, 'lat_typical', fmt_g)} | {ratio(r, v)} | | |")
-        for k in sorted({k for k in res.seen if k[0] == mtu and k[4] == "msgrate"}):
-            test, s = k[2], k[3]
+        for test, s in sorted({(k[2], k[3]) for k in res.seen if k[0] == mtu and k[4] == "msgrate"}):
             r = res.median(mtu, "rsiw", test, s, "msgrate")
             v = res.median(mtu, "siw", test, s, "msgrate")
             f = lambda m: f"{m:.4f}"  # noqa: E731
@@ -195,8 +194,7 @@ def table(res, meta, host, mtus):
             add(f"| msg rate ({label}) | {size_label(s)} | Mpps | "
                 f"{res.cell(mtu, 'rsiw', test, s, 'msgrate', f)} | {res.cell(mtu, 'siw', test, s, 'msgrate', f)} | "
                 f"{ratio(r, v)} | | |")
-        for k in sorted({k for k in res.seen if k[0] == mtu and k[4] == "cpu_s_per_GB"}):
-            test, s = k[2], k[3]
+        for test, s in sorted({(k[2], k[3]) for k in res.seen if k[0] == mtu and k[4] == "cpu_s_per_GB"}):
             r = res.median(mtu, "rsiw", test, s, "cpu_s_per_GB")
             v = res.median(mtu, "siw", test, s, "cpu_s_per_GB")
             add(f"| CPU cost, ib_{test} | {size_label(s)} | CPU-s/GB | "
