@@ -663,13 +663,20 @@ enum Next {
 
 /// The transmit work: sends what the QP has to send.
 pub fn run(qp: &Arc<Qp>) {
+    // The close of the connection is taken up under the transmit lock: a
+    // message whose last octet already went to TCP is completed first.
+    // Otherwise a peer that receives a Send and disconnects at once could
+    // make the close flush the work request while its transmission is
+    // still finishing (it then completed as WR_FLUSH_ERR though delivered).
+    let mut tx = qp.tx.lock();
     let closed = core::mem::take(&mut qp.irq.lock().llp_closed);
     if closed {
+        // The close drops the connection, which runs this function again.
+        drop(tx);
         crate::qp_rx::llp_closed(qp);
         return;
     }
     let Some(conn) = qp.conn() else { return };
-    let mut tx = qp.tx.lock();
     if !tx.started {
         // The CM enters RTS before `start`; it schedules us afterwards.
         return;
