@@ -917,8 +917,9 @@ pub(super) unsafe extern "C" fn iw_add_ref<T: Driver>(qp: *mut bindings::ib_qp) 
 /// Called by the iWARP CM for a QP it holds a reference on, which keeps
 /// `destroy_qp` from returning and the slot alive during the call.
 pub(super) unsafe extern "C" fn iw_rem_ref<T: Driver>(qp: *mut bindings::ib_qp) {
-    // SAFETY: per the contract. `destroy_qp` holds its own reference on the
-    // counter, so the wake-up may free the QP while `put` returns.
+    // SAFETY: per the contract, the slot is alive until the count drops.
+    // The clone keeps the counter alive after that: the wake-up may let
+    // `destroy_qp` free the QP while `put` is still returning.
     let cm = unsafe { slot::<_, QpSlot<T>>(qp) }.cm.clone();
     cm.put();
 }
