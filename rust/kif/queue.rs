@@ -357,10 +357,10 @@ macro_rules! flag_accessors {
     ($elem:ty, $atomic:ty, $int:ty) => {
         impl Ring<$elem> {
             fn flags_ref(&self, i: u32) -> &$atomic {
-                // SAFETY: `flags` of a live slot, naturally aligned (the
-                // ring is page aligned, elements are multiples of 8), only
-                // ever accessed atomically by the kernel; it lives as long
-                // as `self.mem`.
+                // The ring is page aligned and elements are multiples of 8,
+                // so `flags` is naturally aligned; the kernel only ever
+                // accesses it atomically.
+                // SAFETY: `flags` of a live slot of `self.mem`, aligned.
                 unsafe { <$atomic>::from_ptr(ptr::addr_of_mut!((*self.slot(i)).flags)) }
             }
 

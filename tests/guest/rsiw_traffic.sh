@@ -121,11 +121,31 @@ counters() {
 		[ "${ts:-0}" -gt 0 ] && [ "$tf" -ge "$ts" ] && [ "${ce:-1}" = 0 ]
 }
 
+# small messages posted 16 at a time share TCP segments (a message that
+# another one follows goes to TCP with MSG_MORE): far fewer packets than
+# messages leave ns A; without it, every message is a packet of its own.
+post_list_coalesce() {
+	PORT=18515
+	local m0 p0 m p
+	m0=$(counter_of dev_a tx_messages)
+	p0=$(in_a cat /sys/class/net/va/statistics/tx_packets)
+	serve ib_send_bw -R -n 2000 -l 16 -s 64 -d dev_b
+	in_a timeout $(tmo 50) ib_send_bw -R -n 2000 -l 16 -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+		tail -5 /tmp/client.out
+		return 1
+	}
+	finish
+	m=$(($(counter_of dev_a tx_messages) - m0))
+	p=$(($(in_a cat /sys/class/net/va/statistics/tx_packets) - p0))
+	echo "$m messages in $p packets"
+	[ "$m" -ge 2000 ] && [ $((3 * p)) -lt "$m" ]
+}
+
 # `. rsiw_traffic.sh --lib` only defines the helpers (for debugging).
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 29
+ktap_set_plan 30
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -159,6 +179,7 @@ check "rsiw <-> rsiw: ib_read_bw -a up to 8 MiB" perf_all ib_read_bw
 check "rsiw <-> rsiw: ib_send_bw 64 KiB" perf ib_send_bw
 check "rsiw <-> rsiw: ib_send_lat 64 B" lat ib_send_lat
 check "rsiw counters (rdma statistic): FPDUs and payload both ways, FPDUs batched per TCP send" counters
+check "rsiw <-> rsiw: 64 B Sends posted 16 at a time share TCP segments" post_list_coalesce
 check "rsiw <-> rsiw: ucmatose 4 connections" cmatose
 check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
