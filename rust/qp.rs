@@ -235,6 +235,13 @@ pub struct Qp {
     /// Receiving has started (`rx` has its deframer): the socket upcall
     /// may take data out of TCP.
     pub rx_ready: AtomicBool,
+    /// Set after a Read Request or a TERMINATE was queued in `irq`: the
+    /// transmit function takes the `irq` lock only when it is set (it
+    /// looks for work once or twice per message).
+    pub irq_hint: AtomicBool,
+    /// The TCP connection closed: the transmit function (process context)
+    /// reports it to the connection manager.
+    pub llp_closed: AtomicBool,
     /// Transmit side state (work request in progress).
     #[pin]
     pub tx: Mutex<TxState>,
@@ -365,6 +372,8 @@ impl Qp {
                 conn <- crate::new_spinlock_irq!(None),
                 rx <- crate::new_spinlock_irq!(RxState::new()),
                 rx_ready: AtomicBool::new(false),
+                irq_hint: AtomicBool::new(false),
+                llp_closed: AtomicBool::new(false),
                 tx <- new_mutex!(TxState::new()),
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),
@@ -831,6 +840,8 @@ impl Qp {
         // work closes the connection itself once it is sent).
         crate::qp_tx::run(self);
         let c = self.conn.lock().take();
+        let tc = self.tx.lock().conn.take();
+        drop(tc);
         if let Some(c) = c {
             c.sock.detach();
             c.sock.shutdown();

@@ -528,6 +528,7 @@ impl Sink<'_> {
                     pr_warn!("rsiw: QP {}: IRD exceeded\n", self.qp.id());
                     return Err(RdmapError::CatastrophicStream.into());
                 }
+                self.qp.irq_hint.store(true, Ordering::Release);
                 self.act.wake_tx = true;
                 Ok(())
             }
@@ -662,7 +663,7 @@ impl SockEvents for Qp {
 /// [`llp_closed`].
 pub fn on_llp_close(qp: &Arc<Qp>) {
     // The CM reports the fatal event of an unexpected close (Cep::close).
-    qp.irq.lock().set_llp_closed();
+    qp.llp_closed.store(true, Ordering::Release);
     qp.schedule_tx();
 }
 

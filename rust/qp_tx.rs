@@ -42,7 +42,7 @@ use crate::wire::{
     mpa::MpaMode,
     rdmap::{Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
     term::build_terminate,
-    tx::{Segment, Segmenter, TxBatch, TxPiece},
+    tx::{frame_plain, Segment, Segmenter, TxBatch, TxPiece, PLAIN_TAIL_MAX},
 };
 
 /// Largest number of octets handed to TCP in one send call.
@@ -367,8 +367,6 @@ pub struct Irq {
     active: bool,
     /// A TERMINATE to send, then the QP goes to error.
     term: Option<TermMsg>,
-    /// The TCP connection closed (handled in process context).
-    llp_closed: bool,
 }
 
 impl Irq {
@@ -380,7 +378,6 @@ impl Irq {
             len: 0,
             active: false,
             term: None,
-            llp_closed: false,
         }
     }
 
@@ -414,11 +411,6 @@ impl Irq {
         self.head = (self.head + 1) % cap.max(1);
         self.len -= 1;
         e
-    }
-
-    /// Asks the transmit work to handle a closed connection.
-    pub fn set_llp_closed(&mut self) {
-        self.llp_closed = true;
     }
 }
 
@@ -492,6 +484,10 @@ pub struct TxState {
     /// one followed (small messages share TCP segments): TCP holds the
     /// tail until the next send or [`Socket::push`](crate::kif::sock::Socket::push).
     corked: bool,
+    /// The connection sent on (from [`start`] until [`Qp::drop_conn`]),
+    /// kept here so that the transmit function need not take the QP's
+    /// connection lock per message.
+    pub(crate) conn: Option<Arc<Conn>>,
     scratch: [u8; SCRATCH],
 }
 
@@ -514,11 +510,13 @@ impl TxState {
             rtr: false,
             sq_next: None,
             corked: false,
+            conn: None,
             scratch: [0; SCRATCH],
         }
     }
 
-    fn reset(&mut self, mode: MpaMode, rtr: bool) {
+    fn reset(&mut self, mode: MpaMode, rtr: bool, conn: Arc<Conn>) {
+        self.conn = Some(conn);
         self.rtr = rtr;
         self.off = 0;
         self.msn = [0; 3];
@@ -533,7 +531,7 @@ impl TxState {
 
 /// Prepares transmission on a connection that just entered RTS: sizes the
 /// ORQ and IRQ from the negotiated ORD/IRD and resets the stream state.
-pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
+pub fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
     let (ird, ord) = {
         let inner = qp.inner.lock();
         (inner.ird, inner.ord)
@@ -553,7 +551,7 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         markers: conn.tx_markers,
         crc: conn.crc,
     };
-    qp.tx.lock().reset(mode, conn.send_rtr);
+    qp.tx.lock().reset(mode, conn.send_rtr, conn.clone());
     let old_o = {
         let mut orq = qp.orq.lock();
         let old = core::mem::replace(&mut orq.ents, o);
@@ -570,9 +568,10 @@ pub fn start(qp: &Arc<Qp>, conn: &Conn) -> Result {
         irq.len = 0;
         irq.active = false;
         irq.term = None;
-        irq.llp_closed = false;
         old
     };
+    qp.llp_closed.store(false, Ordering::Release);
+    qp.irq_hint.store(false, Ordering::Release);
     drop(old_o);
     drop(old_r);
     Ok(())
@@ -646,6 +645,7 @@ pub fn queue_terminate(
         return false;
     }
     irq.term = Some(t);
+    qp.irq_hint.store(true, Ordering::Release);
     true
 }
 
@@ -669,15 +669,13 @@ pub fn run(qp: &Arc<Qp>) {
     // make the close flush the work request while its transmission is
     // still finishing (it then completed as WR_FLUSH_ERR though delivered).
     let mut tx = qp.tx.lock();
-    let closed = core::mem::take(&mut qp.irq.lock().llp_closed);
-    if closed {
+    if qp.llp_closed.swap(false, Ordering::AcqRel) {
         // The close drops the connection, which runs this function again.
         drop(tx);
         crate::qp_rx::llp_closed(qp);
         return;
     }
-    let Some(conn) = qp.conn() else { return };
-    if !tx.started {
+    if tx.conn.is_none() || !tx.started {
         // The CM enters RTS before `start`; it schedules us afterwards.
         return;
     }
@@ -694,7 +692,7 @@ pub fn run(qp: &Arc<Qp>) {
             if tx.job.take().is_some() {
                 flush_active_wr(qp);
             }
-            uncork(&conn, &mut tx);
+            uncork(&mut tx);
             return;
         }
         if state == QpState::Terminate
@@ -710,7 +708,7 @@ pub fn run(qp: &Arc<Qp>) {
                 Next::Job(j) => tx.job = Some(j),
                 Next::Again => continue,
                 Next::Idle => {
-                    uncork(&conn, &mut tx);
+                    uncork(&mut tx);
                     return;
                 }
             }
@@ -721,7 +719,7 @@ pub fn run(qp: &Arc<Qp>) {
         let queued = state == QpState::Rts
             && tx.job.as_ref().is_some_and(|j| j.kind == Kind::Wr)
             && tx.sq_next.is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0);
-        match send_batch(&conn, &mut tx, &qp.stats, queued) {
+        match send_batch(&mut tx, &qp.stats, queued) {
             Ok(true) => {
                 // Dropped in place: a job is a few hundred octets.
                 let Some((kind, total)) = tx.job.as_ref().map(|j| (j.kind, j.total)) else {
@@ -740,7 +738,7 @@ pub fn run(qp: &Arc<Qp>) {
             }
             Ok(false) => {}
             Err(e) if e == EAGAIN => {
-                uncork(&conn, &mut tx);
+                uncork(&mut tx);
                 return;
             }
             Err(e) => {
@@ -767,9 +765,11 @@ pub fn run(qp: &Arc<Qp>) {
 
 /// Pushes what TCP holds back after a message sent with `MSG_MORE` (the
 /// transmit function stops without sending the message that was to follow).
-fn uncork(conn: &Conn, tx: &mut TxState) {
+fn uncork(tx: &mut TxState) {
     if core::mem::take(&mut tx.corked) {
-        conn.sock.push();
+        if let Some(c) = &tx.conn {
+            c.sock.push();
+        }
     }
 }
 
@@ -883,10 +883,11 @@ fn resolve_sgl(qp: &Qp, sqe: &Sqe, need: u32) -> core::result::Result<(Src, u32)
 
 /// Finds the next message to send.
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
-    // One look at the IRQ for a TERMINATE and, in RTS, a Read Request.
-    let (term, rr) = {
+    // One look at the IRQ for a TERMINATE and, in RTS, a Read Request
+    // (only when something was queued since the last look).
+    let (term, rr) = if qp.irq_hint.swap(false, Ordering::AcqRel) {
         let mut irq = qp.irq.lock();
-        match irq.term.take() {
+        let r = match irq.term.take() {
             Some(t) => (Some(t), None),
             None if state == QpState::Rts && !tx.rtr => {
                 let e = irq.pop();
@@ -896,7 +897,13 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
                 (None, e)
             }
             None => (None, None),
+        };
+        if irq.term.is_some() || irq.len > 0 {
+            qp.irq_hint.store(true, Ordering::Release);
         }
+        r
+    } else {
+        (None, None)
     };
     if let Some(t) = term {
         return Next::Job(Job {
@@ -1008,9 +1015,15 @@ fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
 
 /// Takes the next send queue element.
 fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
-    let idx = qp.inner.lock().sq_get;
+    // The slot after the last one this function took is the next one
+    // unless a flush moved on (then `claim` fails and we look again).
+    let idx = match tx.sq_next.take() {
+        Some(i) => i,
+        None => qp.inner.lock().sq_get,
+    };
     let flags = qp.sq.flags(idx);
     if flags & wqe::VALID == 0 {
+        tx.sq_next = Some(idx);
         return Next::Idle;
     }
     let mut sqe = qp.sq.read(idx);
@@ -1020,6 +1033,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         if !orq.is_empty() {
             // Resumed by the Read Response that empties the ORQ.
             orq.stalled = true;
+            tx.sq_next = Some(idx);
             return Next::Idle;
         }
     }
@@ -1184,9 +1198,11 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
         } else if orq.push(e).is_err() {
             // ORD reached: resumed by the next Read Response.
             orq.stalled = true;
+            tx.sq_next = Some(idx);
             return Next::Idle;
         } else {
             inner.sq_get = idx.wrapping_add(1);
+            tx.sq_next = Some(idx.wrapping_add(1));
             false
         }
     };
@@ -1309,11 +1325,71 @@ fn segment_header(job: &Job, seg: &Segment, out: &mut [u8; HDR_MAX]) -> Option<u
     h.encode(out)
 }
 
+/// Payload pieces [`send_single`] handles (more go the general way).
+const SINGLE_PIECES: usize = 4;
+
+/// Sends segment `sg` (the last one) of `job` as one FPDU without markers:
+/// ULPDU_Length and header, the payload where it lies, PAD and CRC.
+/// Returns the octets TCP took and the FPDU's length, or `None` when the
+/// payload has more than [`SINGLE_PIECES`] pieces (nothing was sent).
+fn send_single(
+    conn: &Conn,
+    job: &Job,
+    sg: &crate::wire::tx::Segment,
+    crc: bool,
+    more: bool,
+) -> Result<Option<(usize, usize)>> {
+    let mut hdr = [0u8; HDR_MAX];
+    let hn = segment_header(job, sg, &mut hdr).ok_or(EINVAL)?;
+    let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
+    let mut nd = 0;
+    let mut done = 0u32;
+    while done < sg.len {
+        let Some(slot) = data.get_mut(nd) else {
+            return Ok(None);
+        };
+        let o = sg.offset.checked_add(done).ok_or(EINVAL)?;
+        let d = payload_slice(job, o, sg.len - done)?;
+        if d.is_empty() {
+            return Err(EFAULT);
+        }
+        *slot = d;
+        nd += 1;
+        done += d.len() as u32;
+    }
+    let data = data.get(..nd).unwrap_or(&[]);
+    let mut head = [0u8; 2 + HDR_MAX];
+    let mut tail = [0u8; PLAIN_TAIL_MAX];
+    let mut c = crate::kif::crc::KernelCrc32c::new();
+    let (hl, tl) = frame_plain(
+        hdr.get(..hn).unwrap_or(&[]),
+        data,
+        crc.then_some(&mut c),
+        &mut head,
+        &mut tail,
+    )
+    .map_err(|_| EINVAL)?;
+    let mut v: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
+    let pieces = Iterator::chain(
+        Iterator::chain(
+            core::iter::once(head.get(..hl).unwrap_or(&[])),
+            data.iter().copied(),
+        ),
+        core::iter::once(tail.get(..tl).unwrap_or(&[])),
+    );
+    for (slot, p) in v.iter_mut().zip(pieces) {
+        *slot = p;
+    }
+    let total = hl + sg.len as usize + tl;
+    let n = conn.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
+    Ok(Some((n, total)))
+}
+
 /// Builds the current batch of the job (from its committed position),
 /// sends what TCP has not taken yet, and commits when all of it went out.
 /// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
 /// when it has more to send, `EAGAIN` when TCP is full.
-fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
+fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
     let TxState {
         off,
         job: job_slot,
@@ -1321,8 +1397,12 @@ fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats, queued: bool) -> Res
         mode,
         scratch,
         corked,
+        conn,
         ..
     } = tx;
+    let Some(conn) = conn.as_deref() else {
+        return Err(crate::kif::enotconn());
+    };
     let Some(job) = job_slot.as_ref() else {
         return Ok(true);
     };
@@ -1347,6 +1427,31 @@ fn send_batch(conn: &Conn, tx: &mut TxState, stats: &Stats, queued: bool) -> Res
         .max(1);
     if mode.markers {
         max_payload = max_payload.min(MARKER_FPDU_PAYLOAD);
+    }
+    // The common case, a message (or its rest) that fits one FPDU without
+    // markers: framed around the payload directly, without the planner.
+    if !mode.markers && *sent == 0 && job.term.is_none() {
+        let mut s2 = job.seg;
+        if let Some(sg) = s2.next_segment(max_payload).filter(|s| s.last) {
+            if let Some((n, total)) = send_single(conn, job, &sg, mode.crc, queued)? {
+                stats.inc(Counter::TxTcpSends);
+                *corked = queued;
+                if n < total {
+                    // The general path rebuilds the same octets and goes
+                    // on after the `n` TCP took.
+                    *sent = n;
+                    stats.inc(Counter::TxTcpFull);
+                    return Err(EAGAIN);
+                }
+                stats.inc(Counter::TxFpdus);
+                stats.add(Counter::TxPayload, u64::from(sg.len));
+                *off = off.wrapping_add(total as u32);
+                if let Some(j) = job_slot.as_mut() {
+                    j.seg = s2;
+                }
+                return Ok(true);
+            }
+        }
     }
     let mut crc = crate::kif::crc::KernelCrc32c::new();
     let (mut fpdus, mut payload) = (0u64, 0u64);

@@ -375,23 +375,31 @@ impl Socket {
     /// Sends the concatenation of `pieces` without blocking; returns how
     /// many octets TCP took (`EAGAIN` when none).
     pub fn send(&self, pieces: &[&[u8]], more: bool) -> Result<usize> {
-        let mut vec: [bindings::kvec; 32] = [bindings::kvec {
-            iov_base: core::ptr::null_mut(),
-            iov_len: 0,
-        }; 32];
+        // Only the kvecs used are written (the array is on the path of
+        // every message; zeroing all of it costs more than filling it).
+        let mut vec = [core::mem::MaybeUninit::<bindings::kvec>::uninit(); 32];
         if pieces.len() > vec.len() {
             return Err(EINVAL);
         }
         let mut len = 0;
         for (v, p) in vec.iter_mut().zip(pieces) {
-            v.iov_base = p.as_ptr().cast_mut().cast();
-            v.iov_len = p.len();
+            v.write(bindings::kvec {
+                iov_base: p.as_ptr().cast_mut().cast(),
+                iov_len: p.len(),
+            });
             len += p.len();
         }
-        // SAFETY: live socket; the kvecs describe readable buffers that
-        // outlive the call (TCP copies them).
+        // SAFETY: live socket; the first `pieces.len()` kvecs are
+        // initialised (the loop above) and TCP reads no others; they
+        // describe readable buffers that outlive the call (TCP copies them).
         let r = unsafe {
-            glue::rsiw_sock_send(self.ptr.as_ptr(), vec.as_mut_ptr(), pieces.len(), len, more)
+            glue::rsiw_sock_send(
+                self.ptr.as_ptr(),
+                vec.as_mut_ptr().cast::<bindings::kvec>(),
+                pieces.len(),
+                len,
+                more,
+            )
         };
         if r < 0 {
             return Err(Error::from_errno(r));

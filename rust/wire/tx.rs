@@ -365,6 +365,52 @@ pub fn encode_planned<C: Crc32c>(
     Ok(w)
 }
 
+/// Largest trailer of an FPDU without markers: PAD (at most 3) and CRC.
+pub const PLAIN_TAIL_MAX: usize = 3 + MPA_CRC_LEN as usize;
+
+/// Frames one FPDU without markers around a DDP/RDMAP header and a
+/// payload given as pieces, for a sender that hands the payload to TCP
+/// where it lies: writes the ULPDU_Length field and `hdr` into `head`, the
+/// PAD and the CRC field into `tail`, and returns both lengths. Sent as
+/// head, payload pieces, tail, the octets are those [`encode_fpdu`]
+/// writes in a mode without markers. The CRC field is zero when `crc` is
+/// `None` (CRC not negotiated).
+pub fn frame_plain<C: Crc32c>(
+    hdr: &[u8],
+    payload: &[&[u8]],
+    crc: Option<&mut C>,
+    head: &mut [u8],
+    tail: &mut [u8; PLAIN_TAIL_MAX],
+) -> Result<(usize, usize), TxError> {
+    let payload_len: usize = payload.iter().map(|p| p.len()).sum();
+    let ulpdu = hdr
+        .len()
+        .checked_add(payload_len)
+        .and_then(|n| u16::try_from(n).ok())
+        .ok_or(TxError::UlpduTooLong)?;
+    let head_len = MPA_HDR_LEN as usize + hdr.len();
+    let h = head.get_mut(..head_len).ok_or(TxError::BufferTooSmall)?;
+    let (len_field, h_hdr) = h.split_at_mut(MPA_HDR_LEN as usize);
+    len_field.copy_from_slice(&ulpdu.to_be_bytes());
+    h_hdr.copy_from_slice(hdr);
+    let pad = mpa::pad_len(u32::from(ulpdu)) as usize;
+    *tail = [0; PLAIN_TAIL_MAX];
+    if let Some(c) = crc {
+        c.reset();
+        c.update(h);
+        for p in payload {
+            c.update(p);
+        }
+        let (pad_bytes, crc_field) = tail.split_at_mut(pad);
+        c.update(pad_bytes);
+        crc_field
+            .get_mut(..MPA_CRC_LEN as usize)
+            .ok_or(TxError::BufferTooSmall)?
+            .copy_from_slice(&crc_to_wire(c.finalize()));
+    }
+    Ok((head_len, pad + MPA_CRC_LEN as usize))
+}
+
 /// Plans and writes one FPDU starting at `stream_off` into `out`.
 pub fn encode_fpdu<C: Crc32c>(
     mode: MpaMode,

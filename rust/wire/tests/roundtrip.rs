@@ -449,3 +449,40 @@ fn throughput() {
         println!("{mode:?}: {:.2} GB/s payload", sink.0 as f64 / s / 1e9);
     }
 }
+
+proptest! {
+    /// `frame_plain` (header and trailer around payload pieces left in
+    /// place) produces the octets `encode_fpdu` writes without markers.
+    #[test]
+    fn frame_plain_matches_encode_fpdu(
+        hdr_len in prop_oneof![Just(14usize), Just(18usize), Just(28usize)],
+        payload in proptest::collection::vec(any::<u8>(), 0..3000),
+        cuts in proptest::collection::vec(any::<u16>(), 0..5),
+        crc in any::<bool>(),
+        off in any::<u32>(),
+    ) {
+        use rsiw_wire::tx::{encode_fpdu, frame_plain, PLAIN_TAIL_MAX};
+        let hdr: Vec<u8> = (0..hdr_len as u8).collect();
+        let mut at: Vec<usize> = cuts.iter().map(|&c| usize::from(c) % (payload.len() + 1)).collect();
+        at.sort_unstable();
+        let mut pieces = Vec::new();
+        let mut prev = 0;
+        for a in at.into_iter().chain([payload.len()]) {
+            pieces.push(&payload[prev..a]);
+            prev = a;
+        }
+        let mut head = [0u8; 80];
+        let mut tail = [0u8; PLAIN_TAIL_MAX];
+        let mut c = HostCrc32c::new();
+        let (hl, tl) = frame_plain(&hdr, &pieces, crc.then_some(&mut c), &mut head, &mut tail).unwrap();
+        let mut got = head[..hl].to_vec();
+        for p in &pieces {
+            got.extend_from_slice(p);
+        }
+        got.extend_from_slice(&tail[..tl]);
+        let mode = MpaMode { markers: false, crc };
+        let mut out = vec![0u8; payload.len() + 128];
+        let n = encode_fpdu(mode, off, &hdr, &payload, &mut HostCrc32c::new(), &mut out).unwrap();
+        prop_assert_eq!(&got[..], &out[..n]);
+    }
+}
