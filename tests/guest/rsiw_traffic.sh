@@ -14,8 +14,15 @@ pair() {
 	add_dev "$NS_A" dev_a "$1" va && add_dev "$NS_B" dev_b "$2" vb
 }
 
-# serve CMD...: start a server in ns B, wait until it listens
+# serve CMD...: start a server in ns B, wait until it listens. The
+# previous server's listener must be gone first: an iWARP listener is torn
+# down after its process exits, and a client that connects to it then is
+# refused.
 serve() {
+	for _ in $(seq 50); do
+		in_b ss -ltn | grep -q ":$PORT " || break
+		sleep 0.1
+	done
 	in_b timeout $(tmo 60) "$@" >/tmp/server.out 2>&1 &
 	SERVER=$!
 	for _ in $(seq 50); do
@@ -25,6 +32,8 @@ serve() {
 	return 0
 }
 finish() { wait "$SERVER"; }
+# the client failed: the server may wait for it until its timeout
+abort_server() { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; }
 
 rping_v() {
 	PORT=7174
@@ -38,6 +47,7 @@ perf() { # tool
 	serve "$1" -R -n $ITERS -s 65536 -d dev_b
 	in_a timeout $(tmo 50) "$1" -R -n $ITERS -s 65536 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		tail -5 /tmp/client.out
+		abort_server
 		return 1
 	}
 	finish
@@ -48,6 +58,7 @@ perf_all() { # sweep message sizes 2..8 MiB
 	serve "$1" -R -a -n 20 -d dev_b
 	in_a timeout $(tmo 120) "$1" -R -a -n 20 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		tail -5 /tmp/client.out
+		abort_server
 		return 1
 	}
 	grep -q '^ 8388608' /tmp/client.out && finish
@@ -56,7 +67,11 @@ perf_all() { # sweep message sizes 2..8 MiB
 lat() { # tool
 	PORT=18515
 	serve "$1" -R -n $ITERS -s 64 -d dev_b
-	in_a timeout $(tmo 50) "$1" -R -n $ITERS -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || return 1
+	in_a timeout $(tmo 50) "$1" -R -n $ITERS -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+		tail -5 /tmp/client.out
+		abort_server
+		return 1
+	}
 	finish
 }
 
