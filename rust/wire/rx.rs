@@ -254,6 +254,13 @@ impl<C: Crc32c> Deframer<C> {
 
     fn run<S: RxSink>(&mut self, mut data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
         while !data.is_empty() {
+            if !self.cfg.mode.markers && self.phase == Phase::Len && self.len_have == 0 {
+                if let Some(n) = self.take_whole_fpdu(data, sink)? {
+                    self.off = self.off.wrapping_add(n as u32);
+                    data = data.get(n..).unwrap_or(&[]);
+                    continue;
+                }
+            }
             // Markers first: one is due at every 512th stream octet.
             if self.cfg.mode.markers && (self.mk_have > 0 || markers::is_marker_position(self.off))
             {
@@ -285,6 +292,107 @@ impl<C: Crc32c> Deframer<C> {
             data = data.get(used..).unwrap_or(&[]);
         }
         Ok(())
+    }
+
+    /// The common case in one pass: `data` starts with a whole FPDU (no
+    /// markers) whose length, control field and header are valid. Makes
+    /// the same sink calls with the same state as the octet-wise path;
+    /// `None` (nothing consumed) for anything else, which the octet-wise
+    /// path then handles, errors included.
+    fn take_whole_fpdu<S: RxSink>(
+        &mut self,
+        data: &[u8],
+        sink: &mut S,
+    ) -> Result<Option<usize>, ProtocolError> {
+        let (Some(&l0), Some(&l1)) = (data.first(), data.get(1)) else {
+            return Ok(None);
+        };
+        let len = u16::from_be_bytes([l0, l1]);
+        let ulpdu = usize::from(len);
+        if len > self.cfg.max_ulpdu || ulpdu < MIN_HDR_LEN {
+            return Ok(None);
+        }
+        let body_end = mpa::MPA_HDR_LEN as usize + ulpdu + mpa::pad_len(u32::from(len)) as usize;
+        let Some(fpdu) = data.get(..body_end + mpa::MPA_CRC_LEN as usize) else {
+            return Ok(None);
+        };
+        let (Some(&c0), Some(&c1)) = (fpdu.get(2), fpdu.get(3)) else {
+            return Ok(None);
+        };
+        let Ok(op) = check_control(Control::decode([c0, c1])) else {
+            return Ok(None);
+        };
+        let hdr_need = op.hdr_len();
+        if ulpdu < hdr_need {
+            return Ok(None);
+        }
+        let hdr_end = 2 + hdr_need;
+        let Some(raw) = fpdu.get(2..hdr_end) else {
+            return Ok(None);
+        };
+        let Ok(hdr) = SegmentHeader::parse(raw) else {
+            return Ok(None);
+        };
+        // Accepted: the steps of take_len, take_hdr, take_payload, the PAD
+        // and take_crc.
+        self.in_fpdu = true;
+        self.fpdu_off = self.off;
+        self.hdr_off = self.off;
+        if self.cfg.mode.crc {
+            self.crc.reset();
+            self.crc.update(fpdu.get(..body_end).unwrap_or(&[]));
+        }
+        self.ulpdu_len = len;
+        let info = FpduInfo {
+            fpdu_off: self.fpdu_off,
+            hdr_off: self.hdr_off,
+            ulpdu_len: len,
+            pad: mpa::pad_len(u32::from(len)) as u8,
+        };
+        sink.on_fpdu_start(&info)?;
+        if let Some(dst) = self.hdr_buf.get_mut(..hdr_need) {
+            dst.copy_from_slice(raw);
+        }
+        self.phase = Phase::Hdr;
+        self.hdr_have = hdr_need;
+        self.hdr_need = hdr_need;
+        let plen = ulpdu - hdr_need;
+        self.payload_len = plen as u32;
+        self.payload_done = 0;
+        sink.on_header(&hdr, raw, plen as u16)?;
+        self.hdr = Some(hdr);
+        if plen > 0 {
+            self.phase = Phase::Payload;
+            self.payload_done = plen as u32;
+            sink.on_payload(0, fpdu.get(hdr_end..hdr_end + plen).unwrap_or(&[]))?;
+        }
+        self.crc_value = self.crc.finalize();
+        let mut crc_buf = [0u8; 4];
+        crc_buf.copy_from_slice(fpdu.get(body_end..).unwrap_or(&[0; 4]));
+        self.crc_buf = crc_buf;
+        self.crc_have = 0;
+        self.pad_left = 0;
+        self.phase = Phase::Len;
+        self.in_fpdu = false;
+        self.fpdus += 1;
+        let received = crc_from_wire(crc_buf);
+        let verdict = if !self.cfg.mode.crc {
+            CrcVerdict::NotChecked
+        } else if received == self.crc_value {
+            CrcVerdict::Ok
+        } else {
+            CrcVerdict::Mismatch {
+                computed: self.crc_value,
+                received,
+            }
+        };
+        if let Some(h) = self.hdr.take() {
+            sink.on_fpdu_end(&h, verdict)?;
+        }
+        if let CrcVerdict::Mismatch { computed, received } = verdict {
+            return Err(LlpError::CrcMismatch { computed, received }.into());
+        }
+        Ok(Some(fpdu.len()))
     }
 
     fn take_marker<'d, S: RxSink>(
