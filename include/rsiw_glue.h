@@ -25,10 +25,19 @@ void rsiw_xa_init_alloc1(struct xarray *xa);
 int rsiw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 max,
 			 u32 *next);
 void *rsiw_xa_erase(struct xarray *xa, unsigned long index);
+void rsiw_rcu_read_lock(void);
+void rsiw_rcu_read_unlock(void);
+void rsiw_drop_after_gp(struct workqueue_struct *wq, void *obj,
+			void (*drop)(void *obj));
+void rsiw_drain_drops(struct workqueue_struct *wq);
 unsigned long rsiw_xa_lock(struct xarray *xa);
 void rsiw_xa_unlock(struct xarray *xa, unsigned long flags);
 size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
 void *rsiw_page_address(struct page *page);
+u64 __percpu *rsiw_counters_alloc(unsigned int n);
+void rsiw_counters_free(u64 __percpu *c);
+void rsiw_counters_add(u64 __percpu *c, unsigned int i, u64 v);
+u64 rsiw_counters_sum(u64 __percpu *c, unsigned int i);
 /* Socket callbacks: the Rust side receives events through these. */
 enum rsiw_sk_event { RSIW_SK_DATA, RSIW_SK_STATE, RSIW_SK_SPACE };
 typedef void (*rsiw_sk_cb)(void *ctx, struct sock *sk, int event, int state);
@@ -45,6 +54,7 @@ int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
 		   bool more);
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
+struct workqueue_struct *rsiw_alloc_drop_wq(void);
 bool rsiw_in_task(void);
 struct rsiw_dwork;
 struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx);

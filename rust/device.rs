@@ -7,7 +7,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
-use crate::kif::xarray::XArray;
+use crate::kif::xarray::{RcuXArray, XArray};
 use crate::kif::{
     ib::{self, DeviceRef, DeviceSetup, PortEvent},
     net::{LinkDriver, NetDev, NetdevEvent},
@@ -82,7 +82,7 @@ pub struct Device {
     #[pin]
     pub qp_xa: XArray<Qp>,
     /// Memory objects by STag index (shared with the QPs' data path).
-    pub mem_xa: Arc<XArray<Mem>>,
+    pub mem_xa: Arc<RcuXArray<Mem>>,
     /// Counters (shared with the QPs' data path).
     pub stats: Arc<Stats>,
 }
@@ -150,8 +150,8 @@ impl LinkDriver for Link {
             let id = dev_id.to_be_bytes();
             [0x02, 0x72, id[0], id[1], id[2], id[3]]
         });
-        let mem_xa = Arc::pin_init(XArray::new(), GFP_KERNEL)?;
-        let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
+        let mem_xa = Arc::pin_init(RcuXArray::new(), GFP_KERNEL)?;
+        let stats = Arc::new(Stats::new()?, GFP_KERNEL)?;
         let dev = try_pin_init!(Device {
             mac,
             dev_id,

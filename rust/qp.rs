@@ -14,7 +14,7 @@ use kernel::{
 
 use crate::cq::Cq;
 use crate::device::{count_down, count_up, limits, Device};
-use crate::kif::xarray::XArray;
+use crate::kif::xarray::RcuXArray;
 use crate::kif::{
     handle::QpHandle,
     ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
@@ -145,6 +145,11 @@ pub struct QpInner {
     pub ird: u32,
     /// Outbound RDMA Reads (ORD).
     pub ord: u32,
+    /// The Send or Write being transmitted (its slot is back in the SQ):
+    /// whoever takes it completes it (the transmit work when the last
+    /// octet went to TCP, [`crate::qp_tx::flush_orq`] when the QP goes to
+    /// error).
+    pub active: Option<WrRef>,
 }
 
 /// The MPA connection of a QP in RTS: its socket and what was negotiated.
@@ -212,7 +217,7 @@ pub struct Qp {
     /// Sizes.
     pub caps: QpCaps,
     /// The device's memory objects by STag index (data path lookups).
-    pub mem_xa: Arc<XArray<Mem>>,
+    pub mem_xa: Arc<RcuXArray<Mem>>,
     /// The device's counters.
     pub stats: Arc<crate::stats::Stats>,
     /// The core QP (events, kernel completion token).
@@ -367,6 +372,7 @@ impl Qp {
                     access: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
                     ird: 0,
                     ord: 0,
+                    active: None,
                 }),
                 mappings <- new_mutex!(mappings),
                 conn <- crate::new_spinlock_irq!(None),

@@ -584,7 +584,8 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 }
 
 /// Does what `feed` collected, without the receive lock.
-fn after(qp: &Arc<Qp>, act: Actions) {
+fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
+    let qp: &Qp = &this;
     qp.stats.add(Counter::RxFpdus, act.fpdus);
     qp.stats.add(Counter::RxPayload, act.payload);
     let mut wake = act.wake_tx;
@@ -595,7 +596,7 @@ fn after(qp: &Arc<Qp>, act: Actions) {
             }
         }
     }
-    if let Some((e, raw, n, ulpdu)) = act.error {
+    if let Some((e, raw, n, ulpdu)) = act.error.take() {
         qp.stats.inc(
             if matches!(e, ProtocolError::Llp(LlpError::CrcMismatch { .. })) {
                 Counter::RxCrcErrors
@@ -609,22 +610,22 @@ fn after(qp: &Arc<Qp>, act: Actions) {
         if queue_terminate(qp, e, hdr, ulpdu) {
             wake = true;
         } else {
-            on_llp_close(qp);
+            on_llp_close(&this.into());
         }
     }
     // A receive that failed completes only now: an application that
     // disconnects as soon as it sees the error finds the TERMINATE queued.
-    if let Some((rqe, bytes, status)) = act.failed {
+    if let Some((rqe, bytes, status)) = act.failed.take() {
         let _ = qp.complete_rqe(&rqe, bytes, None, status);
     }
     if act.terminated {
         qp.stats.inc(Counter::TerminatesReceived);
         qp.handle.event(QpEvent::Fatal);
         qp.set_error();
-        on_llp_close(qp);
+        on_llp_close(&this.into());
     }
     if wake {
-        qp.schedule_tx();
+        Arc::<Qp>::from(this).schedule_tx();
     }
 }
 
@@ -634,14 +635,14 @@ impl SockEvents for Qp {
             // Not started: `start` picks the data up.
             return;
         }
-        let qp: Arc<Qp> = this.into();
+        let qp: &Qp = &this;
         qp.stats.inc(Counter::RxUpcalls);
         let mut act = Actions::default();
         let _ = rx.pull(&mut |b| {
-            feed(&qp, b, &mut act);
+            feed(qp, b, &mut act);
             Ok(())
         });
-        after(&qp, act);
+        after(this, &mut act);
     }
 
     fn state_change(this: ArcBorrow<'_, Self>, state: TcpState) {
@@ -721,6 +722,6 @@ pub fn start(qp: &Arc<Qp>) -> Result {
         feed(qp, b, &mut act);
         Ok(())
     });
-    after(qp, act);
+    after(qp.as_arc_borrow(), &mut act);
     r
 }

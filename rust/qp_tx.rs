@@ -228,10 +228,6 @@ pub struct Orq {
     ents: KVec<Option<OrqEntry>>,
     head: usize,
     len: usize,
-    /// The Send or Write being transmitted (its slot is back in the SQ):
-    /// whoever takes it completes it (the transmit work when the last
-    /// octet went to TCP, [`flush_orq`] when the QP goes to error).
-    active: Option<WrRef>,
     /// The transmit work stopped at a Read (ORD reached) or a fenced work
     /// request: the Read Response that frees a slot wakes it.
     stalled: bool,
@@ -278,7 +274,6 @@ impl Orq {
             ents: KVec::new(),
             head: 0,
             len: 0,
-            active: None,
             stalled: false,
         }
     }
@@ -424,9 +419,9 @@ enum Src {
     None,
     /// The inline data of the work request (in `Job::sqe`).
     Inline,
-    /// Registered memory: SGEs with their resolved memory objects.
+    /// Registered memory: the first `n` SGEs of `Job::sqe` with their
+    /// resolved memory objects.
     Sgl {
-        sges: [Sge; MAX_SGE],
         mems: [Option<Arc<Mem>>; MAX_SGE],
         n: usize,
     },
@@ -557,10 +552,10 @@ pub fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
         let old = core::mem::replace(&mut orq.ents, o);
         orq.head = 0;
         orq.len = 0;
-        orq.active = None;
         orq.stalled = false;
         old
     };
+    qp.inner.lock().active = None;
     let old_r = {
         let mut irq = qp.irq.lock();
         let old = core::mem::replace(&mut irq.ents, r);
@@ -598,7 +593,7 @@ pub fn flush_orq(qp: &Qp) {
 /// Completes the Send or Write in transmission (if nobody did yet) with a
 /// flush error.
 fn flush_active_wr(qp: &Qp) {
-    let wr = qp.orq.lock().active.take();
+    let wr = qp.inner.lock().active.take();
     if let Some(wr) = wr {
         let _ = qp.complete_wr(wr, 0, wc::WR_FLUSH_ERR);
     }
@@ -607,7 +602,7 @@ fn flush_active_wr(qp: &Qp) {
 /// Completes the Send or Write whose last octet went to TCP (unless it
 /// was flushed meanwhile).
 fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
-    let wr = qp.orq.lock().active.take();
+    let wr = qp.inner.lock().active.take();
     if let Some(wr) = wr {
         let _ = qp.complete_wr(wr, bytes, status);
     }
@@ -649,12 +644,11 @@ pub fn queue_terminate(
     true
 }
 
-/// What the job picker found.
-// Moved once per message, on the stack: not worth a heap allocation.
-#[allow(clippy::large_enum_variant)]
+/// What the job picker found (it puts a job it found into
+/// `TxState::job` itself, so the job is built in place).
 enum Next {
-    /// A message to transmit.
-    Job(Job),
+    /// A message to transmit is in `TxState::job`.
+    Ready,
     /// A local operation or a failed work request was handled: look again.
     Again,
     /// Nothing can be sent now (empty, ORD full, fence).
@@ -705,7 +699,7 @@ pub fn run(qp: &Arc<Qp>) {
         }
         if tx.job.is_none() {
             match next_job(qp, &mut tx, state) {
-                Next::Job(j) => tx.job = Some(j),
+                Next::Ready => {}
                 Next::Again => continue,
                 Next::Idle => {
                     uncork(&mut tx);
@@ -812,7 +806,7 @@ fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
             return false;
         }
         if active.is_some() {
-            qp.orq.lock().active = active;
+            inner.active = active;
         }
         inner.sq_get = idx.wrapping_add(1);
     }
@@ -871,50 +865,47 @@ fn resolve_sgl(qp: &Qp, sqe: &Sqe, need: u32) -> core::result::Result<(Src, u32)
             *slot = Some(mem);
         }
     }
-    Ok((
-        Src::Sgl {
-            sges: sqe.sge,
-            mems,
-            n,
-        },
-        total,
-    ))
+    Ok((Src::Sgl { mems, n }, total))
 }
 
 /// Finds the next message to send.
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
     // One look at the IRQ for a TERMINATE and, in RTS, a Read Request
     // (only when something was queued since the last look).
-    let (term, rr) = if qp.irq_hint.swap(false, Ordering::AcqRel) {
-        let mut irq = qp.irq.lock();
-        let r = match irq.term.take() {
-            Some(t) => (Some(t), None),
-            None if state == QpState::Rts && !tx.rtr => {
-                let e = irq.pop();
-                if e.is_some() {
-                    irq.active = true;
+    let (term, rr) =
+        if qp.irq_hint.load(Ordering::Acquire) && qp.irq_hint.swap(false, Ordering::AcqRel) {
+            let mut irq = qp.irq.lock();
+            let r = match irq.term.take() {
+                Some(t) => (Some(t), None),
+                None if state == QpState::Rts && !tx.rtr => {
+                    let e = irq.pop();
+                    if e.is_some() {
+                        irq.active = true;
+                    }
+                    (None, e)
                 }
-                (None, e)
+                None => (None, None),
+            };
+            if irq.term.is_some() || irq.len > 0 {
+                qp.irq_hint.store(true, Ordering::Release);
             }
-            None => (None, None),
+            r
+        } else {
+            (None, None)
         };
-        if irq.term.is_some() || irq.len > 0 {
-            qp.irq_hint.store(true, Ordering::Release);
-        }
-        r
-    } else {
-        (None, None)
-    };
     if let Some(t) = term {
-        return Next::Job(Job {
-            kind: Kind::Term,
-            sqe: empty_sqe(),
-            hdr: SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
-            total: 0,
-            seg: Segmenter::new(0),
-            src: Src::None,
-            term: Some(t),
-        });
+        return {
+            tx.job = Some(Job {
+                kind: Kind::Term,
+                sqe: empty_sqe(),
+                hdr: SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
+                total: 0,
+                seg: Segmenter::new(0),
+                src: Src::None,
+                term: Some(t),
+            });
+            Next::Ready
+        };
     }
     if state != QpState::Rts {
         return Next::Idle;
@@ -922,18 +913,21 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
     if core::mem::take(&mut tx.rtr) {
         // siw uses STag 1 ("some HW may treat STag 0 special"); a zero
         // length Write's STag is not checked by the receiver.
-        return Next::Job(Job {
-            kind: Kind::Rtr,
-            sqe: empty_sqe(),
-            hdr: SegmentHeader::write(1, 0, true),
-            total: 0,
-            seg: Segmenter::new(0),
-            src: Src::None,
-            term: None,
-        });
+        return {
+            tx.job = Some(Job {
+                kind: Kind::Rtr,
+                sqe: empty_sqe(),
+                hdr: SegmentHeader::write(1, 0, true),
+                total: 0,
+                seg: Segmenter::new(0),
+                src: Src::None,
+                term: None,
+            });
+            Next::Ready
+        };
     }
     if let Some(e) = rr {
-        return read_response_job(qp, e);
+        return read_response_job(qp, tx, e);
     }
     sq_job(qp, tx)
 }
@@ -953,12 +947,13 @@ fn empty_sqe() -> Sqe {
 }
 
 /// Answers an inbound Read Request: checks the source memory.
-fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
+fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
     let rr = e.rr;
     // Like siw, the QP's access flags are not enforced here: rdma_cm
     // leaves them 0 on the active side of an iWARP connection; the
     // memory's own rights are what counts.
     let mut src = Src::None;
+    let mut sqe = empty_sqe();
     let check = if rr.size == 0 {
         Ok(())
     } else {
@@ -970,13 +965,12 @@ fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
                         const NONE: Option<Arc<Mem>> = None;
                         let mut mems = [NONE; MAX_SGE];
                         mems[0] = Some(mem);
-                        let mut sges = [Sge::default(); MAX_SGE];
-                        sges[0] = Sge {
+                        sqe.sge[0] = Sge {
                             addr: rr.src_to,
                             length: rr.size,
                             lkey: rr.src_stag,
                         };
-                        src = Src::Sgl { sges, mems, n: 1 };
+                        src = Src::Sgl { mems, n: 1 };
                         Ok(())
                     }
                     Err(MemFault::Stag) => Err(RdmapError::InvalidStag),
@@ -1002,15 +996,18 @@ fn read_response_job(qp: &Qp, e: IrqEntry) -> Next {
         queue_terminate(qp, err.into(), h.get(..n), n as u16);
         return Next::Again;
     }
-    Next::Job(Job {
-        kind: Kind::ReadResp,
-        sqe: empty_sqe(),
-        hdr: SegmentHeader::read_response(rr.sink_stag, rr.sink_to, true),
-        total: rr.size,
-        seg: Segmenter::new(rr.size),
-        src,
-        term: None,
-    })
+    {
+        tx.job = Some(Job {
+            kind: Kind::ReadResp,
+            sqe,
+            hdr: SegmentHeader::read_response(rr.sink_stag, rr.sink_to, true),
+            total: rr.size,
+            seg: Segmenter::new(rr.size),
+            src,
+            term: None,
+        });
+        Next::Ready
+    }
 }
 
 /// Takes the next send queue element.
@@ -1072,15 +1069,18 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
                 return Next::Again;
             }
             tx.sq_next = Some(idx.wrapping_add(1));
-            Next::Job(Job {
-                kind: Kind::Wr,
-                sqe,
-                hdr,
-                total,
-                seg: Segmenter::new(total),
-                src,
-                term: None,
-            })
+            {
+                tx.job = Some(Job {
+                    kind: Kind::Wr,
+                    sqe,
+                    hdr,
+                    total,
+                    seg: Segmenter::new(total),
+                    src,
+                    term: None,
+                });
+                Next::Ready
+            }
         }
         op::READ | op::READ_LOCAL_INV => read_request_job(qp, tx, idx, sqe),
         op::INVAL_STAG => {
@@ -1219,15 +1219,18 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
         src_stag: sqe.rkey,
         src_to: sqe.raddr,
     };
-    Next::Job(Job {
-        kind: Kind::ReadReq,
-        sqe,
-        hdr: SegmentHeader::read_request(tx.msn[QN_READ_REQUEST as usize], rr),
-        total: 0,
-        seg: Segmenter::new(0),
-        src: Src::None,
-        term: None,
-    })
+    {
+        tx.job = Some(Job {
+            kind: Kind::ReadReq,
+            sqe,
+            hdr: SegmentHeader::read_request(tx.msn[QN_READ_REQUEST as usize], rr),
+            total: 0,
+            seg: Segmenter::new(0),
+            src: Src::None,
+            term: None,
+        });
+        Next::Ready
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1291,9 +1294,9 @@ fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
             let end = start.checked_add(max as usize).ok_or(EINVAL)?;
             job.sqe.inline.get(start..end).ok_or(EINVAL)
         }
-        Src::Sgl { sges, mems, n } => {
+        Src::Sgl { mems, n } => {
             let mut base = 0u32;
-            for (s, m) in sges.iter().zip(mems.iter()).take(*n) {
+            for (s, m) in job.sqe.sge.iter().zip(mems.iter()).take(*n) {
                 let end = base.checked_add(s.length).ok_or(EINVAL)?;
                 if off < end && s.length > 0 {
                     let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
@@ -1407,14 +1410,6 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
         return Ok(true);
     };
     let mode = *mode;
-    let mut batch = TxBatch::new(mode, *off, BATCH_BUDGET);
-    let mut seg = job.seg;
-    let mut pieces = Pieces {
-        p: [Piece::Scratch(0, 0); MAX_PIECES],
-        n: 0,
-        s: 0,
-    };
-    let mut hdr = [0u8; HDR_MAX];
     let hdr_len = if let Some(t) = &job.term {
         usize::from(t.len)
     } else {
@@ -1453,6 +1448,14 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
             }
         }
     }
+    let mut batch = TxBatch::new(mode, *off, BATCH_BUDGET);
+    let mut seg = job.seg;
+    let mut pieces = Pieces {
+        p: [Piece::Scratch(0, 0); MAX_PIECES],
+        n: 0,
+        s: 0,
+    };
+    let mut hdr = [0u8; HDR_MAX];
     let mut crc = crate::kif::crc::KernelCrc32c::new();
     let (mut fpdus, mut payload) = (0u64, 0u64);
     loop {

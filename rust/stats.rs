@@ -6,10 +6,10 @@
 //! shared by its QPs; the data path adds per batch or per socket upcall,
 //! not per octet.
 
-use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::c_str;
+use kernel::{c_str, prelude::*};
 
 use crate::kif::ib::StatDescs;
+use crate::kif::percpu::PerCpuCounters;
 
 /// One counter (its index in [`NAMES`] and [`Stats`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,24 +69,24 @@ pub static NAMES: StatDescs = StatDescs::new(&[
     c_str!("connections_established"),
 ]);
 
-/// The counters of one device.
+/// The counters of one device (per CPU: the data path of every QP adds
+/// to them several times per message).
 pub struct Stats {
-    v: [AtomicU64; NUM],
+    v: PerCpuCounters<NUM>,
 }
 
 impl Stats {
     /// All zero.
-    pub fn new() -> Self {
-        Self {
-            v: core::array::from_fn(|_| AtomicU64::new(0)),
-        }
+    pub fn new() -> Result<Self> {
+        Ok(Self {
+            v: PerCpuCounters::new()?,
+        })
     }
 
     /// Adds `n` to counter `c`.
+    #[inline]
     pub fn add(&self, c: Counter, n: u64) {
-        if let Some(x) = self.v.get(c as usize) {
-            x.fetch_add(n, Ordering::Relaxed);
-        }
+        self.v.add(c as usize, n);
     }
 
     /// Adds one to counter `c`.
@@ -96,14 +96,8 @@ impl Stats {
 
     /// Copies the values, in [`Counter`] order, into `out`.
     pub fn read(&self, out: &mut [u64]) {
-        for (o, v) in out.iter_mut().zip(self.v.iter()) {
-            *o = v.load(Ordering::Relaxed);
+        for (i, o) in out.iter_mut().enumerate().take(NUM) {
+            *o = self.v.sum(i);
         }
-    }
-}
-
-impl Default for Stats {
-    fn default() -> Self {
-        Self::new()
     }
 }

@@ -884,6 +884,10 @@ pub fn register_device<T: Driver>(
 /// by [`register_device`].
 unsafe extern "C" fn dealloc_driver<T: Driver>(ib: *mut bindings::ib_device) {
     let obj = dev_obj::<T>(ib);
+    // Objects released after an RCU grace period (memory objects) may still
+    // reference the device (a umem's release unmaps with it): let them go
+    // first.
+    super::wq::drain_drops();
     // SAFETY: the core calls this once, after the device is unregistered and
     // no verb can run any more; the memory is freed by the core afterwards.
     unsafe { ptr::drop_in_place(addr_of_mut!((*obj).drv)) };

@@ -11,6 +11,7 @@ pub mod ib;
 pub mod iwcm;
 pub mod mem;
 pub mod net;
+pub mod percpu;
 pub mod queue;
 pub mod sock;
 pub mod sync;
@@ -119,6 +120,10 @@ mod glue {
             max: usize,
         ) -> usize;
         pub(crate) fn rsiw_page_address(page: *mut bindings::page) -> *mut kernel::ffi::c_void;
+        pub(crate) fn rsiw_counters_alloc(n: u32) -> *mut u64;
+        pub(crate) fn rsiw_counters_free(c: *mut u64);
+        pub(crate) fn rsiw_counters_add(c: *mut u64, i: u32, v: u64);
+        pub(crate) fn rsiw_counters_sum(c: *mut u64, i: u32) -> u64;
         pub(crate) fn rsiw_sk_attach(
             s: *mut bindings::socket,
             ctx: *mut kernel::ffi::c_void,
@@ -147,6 +152,15 @@ mod glue {
             len: usize,
         ) -> i32;
         pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
+        pub(crate) fn rsiw_alloc_drop_wq() -> *mut bindings::workqueue_struct;
+        pub(crate) fn rsiw_rcu_read_lock();
+        pub(crate) fn rsiw_rcu_read_unlock();
+        pub(crate) fn rsiw_drop_after_gp(
+            wq: *mut bindings::workqueue_struct,
+            obj: *mut kernel::ffi::c_void,
+            drop: unsafe extern "C" fn(*mut kernel::ffi::c_void),
+        );
+        pub(crate) fn rsiw_drain_drops(wq: *mut bindings::workqueue_struct);
         pub(crate) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
         pub(crate) fn rsiw_sock_advmss(s: *mut bindings::socket) -> u32;
         pub(crate) fn rsiw_sock_set_v6only(s: *mut bindings::socket) -> i32;

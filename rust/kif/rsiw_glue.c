@@ -131,6 +131,58 @@ void *rsiw_xa_erase(struct xarray *xa, unsigned long index)
 	return entry;
 }
 
+void rsiw_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void rsiw_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
+/*
+ * Dropping an object that RCU readers may still see: drop(obj) runs on
+ * rsiw's drop workqueue (process context) after a grace period.
+ */
+struct rsiw_rcu_drop {
+	struct rcu_work rwork;
+	void *obj;
+	void (*drop)(void *obj);
+};
+
+static void rsiw_rcu_drop_fn(struct work_struct *work)
+{
+	struct rsiw_rcu_drop *d =
+		container_of(to_rcu_work(work), struct rsiw_rcu_drop, rwork);
+
+	d->drop(d->obj);
+	kfree(d);
+}
+
+void rsiw_drop_after_gp(struct workqueue_struct *wq, void *obj,
+			void (*drop)(void *obj))
+{
+	struct rsiw_rcu_drop *d = kmalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d) {
+		synchronize_rcu();
+		drop(obj);
+		return;
+	}
+	d->obj = obj;
+	d->drop = drop;
+	INIT_RCU_WORK(&d->rwork, rsiw_rcu_drop_fn);
+	queue_rcu_work(wq, &d->rwork);
+}
+
+/* Waits until every drop queued by rsiw_drop_after_gp() on wq has run. */
+void rsiw_drain_drops(struct workqueue_struct *wq)
+{
+	rcu_barrier();
+	flush_workqueue(wq);
+}
+
 unsigned long rsiw_xa_lock(struct xarray *xa)
 {
 	unsigned long flags;
@@ -160,6 +212,32 @@ size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
 void *rsiw_page_address(struct page *page)
 {
 	return page_address(page);
+}
+
+/* Per-CPU counters: n u64 slots per CPU. */
+u64 __percpu *rsiw_counters_alloc(unsigned int n)
+{
+	return __alloc_percpu(n * sizeof(u64), sizeof(u64));
+}
+
+void rsiw_counters_free(u64 __percpu *c)
+{
+	free_percpu(c);
+}
+
+void rsiw_counters_add(u64 __percpu *c, unsigned int i, u64 v)
+{
+	this_cpu_add(c[i], v);
+}
+
+u64 rsiw_counters_sum(u64 __percpu *c, unsigned int i)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += *per_cpu_ptr(&c[i], cpu);
+	return sum;
 }
 
 /*
@@ -291,6 +369,44 @@ struct rsiw_rx_desc {
 	int err;
 };
 
+/*
+ * The common skb (linear part and page fragments, no fragment list) is
+ * walked directly; anything else goes through skb_seq_read().
+ */
+static int rsiw_rx_frags(struct rsiw_rx_desc *d, read_descriptor_t *rd,
+			 struct sk_buff *skb, unsigned int off, size_t len)
+{
+	unsigned int pos = skb_headlen(skb), done = 0, i;
+	size_t n;
+	int r;
+
+	if (off < pos) {
+		n = min_t(size_t, pos - off, len);
+		r = rsiw_sock_rx(d->ctx, skb->data + off, n);
+		if (r < 0)
+			goto err;
+		done = n;
+	}
+	for (i = 0; i < skb_shinfo(skb)->nr_frags && done < len; i++) {
+		const skb_frag_t *f = &skb_shinfo(skb)->frags[i];
+		unsigned int fs = skb_frag_size(f), at = off + done;
+
+		if (at < pos + fs) {
+			n = min_t(size_t, pos + fs - at, len - done);
+			r = rsiw_sock_rx(d->ctx, skb_frag_address(f) + (at - pos), n);
+			if (r < 0)
+				goto err;
+			done += n;
+		}
+		pos += fs;
+	}
+	return done;
+err:
+	d->err = r;
+	rd->count = 0;
+	return done;
+}
+
 static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
 			 unsigned int off, size_t len)
 {
@@ -300,6 +416,9 @@ static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
 	const u8 *data;
 	int r;
 
+	if (!IS_ENABLED(CONFIG_HIGHMEM) && !skb_has_frag_list(skb) &&
+	    skb_frags_readable(skb))
+		return rsiw_rx_frags(d, rd, skb, off, len);
 	skb_prepare_seq_read(skb, off, off + len, &st);
 	while ((n = skb_seq_read(done, &data, &st)) != 0) {
 		r = rsiw_sock_rx(d->ctx, data, n);
@@ -366,6 +485,11 @@ int rsiw_sock_recv(struct socket *s, void *buf, size_t len)
 struct workqueue_struct *rsiw_alloc_wq(void)
 {
 	return alloc_workqueue("rsiw", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+}
+
+struct workqueue_struct *rsiw_alloc_drop_wq(void)
+{
+	return alloc_workqueue("rsiw_drop", 0, 0);
 }
 
 u32 rsiw_sock_mss(struct socket *s)

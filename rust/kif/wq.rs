@@ -1,22 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! rsiw's own workqueue. Work that runs driver code (transmit, connection
+//! rsiw's own workqueues. Work that runs driver code (transmit, connection
 //! management) goes here rather than to a system queue, so that module
 //! unload can drain it: [`WqOwner`] destroys the queue, waiting for every
-//! item, before the module's code goes away.
+//! item, before the module's code goes away. A second queue runs the drops
+//! of objects that RCU readers may still see ([`drop_after_gp`]).
 
 use core::{
     ptr::{self, NonNull},
     sync::atomic::{AtomicPtr, Ordering},
 };
-use kernel::{bindings, prelude::*, workqueue::Queue};
+use kernel::{bindings, prelude::*, sync::Arc, workqueue::Queue};
 
 use super::glue;
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
+static DROP_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 
-/// Owns the workqueue for the module's life.
-pub struct WqOwner(NonNull<bindings::workqueue_struct>);
+/// Owns the workqueues for the module's life.
+pub struct WqOwner(
+    NonNull<bindings::workqueue_struct>,
+    NonNull<bindings::workqueue_struct>,
+);
 
 // SAFETY: a workqueue may be used and destroyed from any thread.
 unsafe impl Send for WqOwner {}
@@ -28,19 +33,63 @@ impl WqOwner {
     pub fn new() -> Result<Self> {
         // SAFETY: plain allocation.
         let p = NonNull::new(unsafe { glue::rsiw_alloc_wq() }).ok_or(ENOMEM)?;
+        // SAFETY: plain allocation.
+        let d = match NonNull::new(unsafe { glue::rsiw_alloc_drop_wq() }) {
+            Some(d) => d,
+            None => {
+                // SAFETY: just allocated, never used.
+                unsafe { bindings::destroy_workqueue(p.as_ptr()) };
+                return Err(ENOMEM);
+            }
+        };
         WQ.store(p.as_ptr(), Ordering::Release);
-        Ok(Self(p))
+        DROP_WQ.store(d.as_ptr(), Ordering::Release);
+        Ok(Self(p, d))
     }
 }
 
 impl Drop for WqOwner {
     fn drop(&mut self) {
-        // SAFETY: our queue; `destroy_workqueue` drains it first. Nothing
-        // enqueues after this: all devices are gone when the module state
-        // drops.
-        unsafe { bindings::destroy_workqueue(self.0.as_ptr()) };
+        // SAFETY: our queues; drops still waiting for their grace period
+        // are queued and run first, then `destroy_workqueue` drains each
+        // queue. Nothing enqueues after this: all devices are gone when
+        // the module state drops.
+        unsafe {
+            glue::rsiw_drain_drops(self.1.as_ptr());
+            bindings::destroy_workqueue(self.1.as_ptr());
+            bindings::destroy_workqueue(self.0.as_ptr());
+        }
+        DROP_WQ.store(ptr::null_mut(), Ordering::Release);
         WQ.store(ptr::null_mut(), Ordering::Release);
     }
+}
+
+/// The drop function [`drop_after_gp`] hands to the glue.
+///
+/// # Safety
+///
+/// `p` is a pointer from `Arc::<T>::into_raw`, passed once.
+unsafe extern "C" fn drop_arc<T: Send + Sync>(p: *mut kernel::ffi::c_void) {
+    // SAFETY: per the contract, we own this reference.
+    drop(unsafe { Arc::from_raw(p.cast::<T>()) });
+}
+
+/// Drops `a` from the drop workqueue (process context) after an RCU grace
+/// period: RCU readers that found the object before it was unpublished
+/// may still take a reference until then. Process context.
+pub fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
+    let raw = Arc::into_raw(a).cast_mut().cast::<kernel::ffi::c_void>();
+    // SAFETY: the drop queue lives as long as any device (see `queue`);
+    // `raw` is an owned reference that `drop_arc::<T>` releases once.
+    unsafe { glue::rsiw_drop_after_gp(DROP_WQ.load(Ordering::Acquire), raw, drop_arc::<T>) };
+}
+
+/// Waits until every drop queued by [`drop_after_gp`] has run (before a
+/// device whose objects they may reference goes away). Process context,
+/// not from the drop workqueue.
+pub fn drain_drops() {
+    // SAFETY: the drop queue is live while any device exists.
+    unsafe { glue::rsiw_drain_drops(DROP_WQ.load(Ordering::Acquire)) };
 }
 
 /// The raw rsiw workqueue (for C glue that queues its own work).

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! An ID-allocating `xarray` of reference-counted objects (QPs by QP number,
-//! memory objects by STag index). Lookups take the xarray lock (irqsave: the
-//! receive softirq looks up STags, and iw_cm asks for a QP with interrupts
-//! off) just long enough to take a reference.
+//! memory objects by STag index). [`XArray`] lookups take the xarray lock
+//! (irqsave: iw_cm asks for a QP with interrupts off) just long enough to
+//! take a reference; [`RcuXArray`] lookups (STags, on every message) take
+//! none: they run under RCU and erased entries are released only after a
+//! grace period.
 
 use core::{cell::UnsafeCell, marker::PhantomData};
 use kernel::{
@@ -129,5 +131,54 @@ impl<T: Send + Sync> PinnedDrop for XArray<T> {
         }
         // SAFETY: the xarray is empty and not used any more.
         unsafe { bindings::xa_destroy(self.xa.get()) };
+    }
+}
+
+/// An [`XArray`] read without its lock: lookups find the entry under RCU
+/// and take a reference, which is sound because an erased entry's own
+/// reference is dropped only after a grace period
+/// ([`super::wq::drop_after_gp`]), so every entry a reader can still find
+/// is alive. Erasing needs process context.
+#[pin_data]
+pub struct RcuXArray<T: Send + Sync> {
+    #[pin]
+    xa: XArray<T>,
+}
+
+impl<T: Send + Sync> RcuXArray<T> {
+    /// An empty xarray that allocates IDs from 1.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self { xa <- XArray::new() })
+    }
+
+    /// See [`XArray::alloc_random`].
+    pub fn alloc_random(&self, v: Arc<T>, max: u32) -> Result<u32> {
+        self.xa.alloc_random(v, max)
+    }
+
+    /// The object with ID `id`, if any (any context).
+    pub fn get(&self, id: u32) -> Option<Arc<T>> {
+        // SAFETY: the xarray is initialised. Inside the RCU read section
+        // the entry found stays alive: `erase` drops the xarray's own
+        // reference only after a grace period, so we can take ours.
+        unsafe {
+            glue::rsiw_rcu_read_lock();
+            let p = bindings::xa_load(self.xa.xa.get(), id as _);
+            let r = if p.is_null() {
+                None
+            } else {
+                Some(Arc::from(ArcBorrow::from_raw(p.cast::<T>())))
+            };
+            glue::rsiw_rcu_read_unlock();
+            r
+        }
+    }
+
+    /// Removes the object with ID `id`; the xarray's reference to it goes
+    /// after a grace period. Process context.
+    pub fn erase(&self, id: u32) {
+        if let Some(a) = self.xa.erase(id) {
+            super::wq::drop_after_gp(a);
+        }
     }
 }
