@@ -50,15 +50,14 @@ impl WqOwner {
 
 impl Drop for WqOwner {
     fn drop(&mut self) {
-        // SAFETY: our queues; drops still waiting for their grace period
-        // are queued and run first, then `destroy_workqueue` drains each
-        // queue. Nothing enqueues after this: all devices are gone when
-        // the module state drops.
-        unsafe {
-            glue::rsiw_drain_drops(self.1.as_ptr());
-            bindings::destroy_workqueue(self.1.as_ptr());
-            bindings::destroy_workqueue(self.0.as_ptr());
-        }
+        // Nothing enqueues after this: all devices are gone when the module
+        // state drops. Drops still waiting for their grace period run first.
+        // SAFETY: our live drop queue, not called from it.
+        unsafe { glue::rsiw_drain_drops(self.1.as_ptr()) };
+        // SAFETY: our queue, now empty; nothing queues on it any more.
+        unsafe { bindings::destroy_workqueue(self.1.as_ptr()) };
+        // SAFETY: our queue; `destroy_workqueue` drains it first.
+        unsafe { bindings::destroy_workqueue(self.0.as_ptr()) };
         DROP_WQ.store(ptr::null_mut(), Ordering::Release);
         WQ.store(ptr::null_mut(), Ordering::Release);
     }

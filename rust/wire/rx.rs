@@ -367,15 +367,21 @@ impl<C: Crc32c> Deframer<C> {
             sink.on_payload(0, fpdu.get(hdr_end..hdr_end + plen).unwrap_or(&[]))?;
         }
         self.crc_value = self.crc.finalize();
-        let mut crc_buf = [0u8; 4];
-        crc_buf.copy_from_slice(fpdu.get(body_end..).unwrap_or(&[0; 4]));
-        self.crc_buf = crc_buf;
-        self.crc_have = 0;
+        self.crc_buf
+            .copy_from_slice(fpdu.get(body_end..).unwrap_or(&[0; 4]));
         self.pad_left = 0;
+        self.end_fpdu(sink)?;
+        Ok(Some(fpdu.len()))
+    }
+
+    /// The CRC field (`crc_buf`) is complete: checks it (when negotiated),
+    /// ends the FPDU and hands it to the sink.
+    fn end_fpdu<S: RxSink>(&mut self, sink: &mut S) -> Result<(), ProtocolError> {
+        self.crc_have = 0;
         self.phase = Phase::Len;
         self.in_fpdu = false;
         self.fpdus += 1;
-        let received = crc_from_wire(crc_buf);
+        let received = crc_from_wire(self.crc_buf);
         let verdict = if !self.cfg.mode.crc {
             CrcVerdict::NotChecked
         } else if received == self.crc_value {
@@ -392,7 +398,7 @@ impl<C: Crc32c> Deframer<C> {
         if let CrcVerdict::Mismatch { computed, received } = verdict {
             return Err(LlpError::CrcMismatch { computed, received }.into());
         }
-        Ok(Some(fpdu.len()))
+        Ok(())
     }
 
     fn take_marker<'d, S: RxSink>(
@@ -573,27 +579,7 @@ impl<C: Crc32c> Deframer<C> {
         if self.crc_have < 4 {
             return Ok(n);
         }
-        self.crc_have = 0;
-        self.phase = Phase::Len;
-        self.in_fpdu = false;
-        self.fpdus += 1;
-        let received = crc_from_wire(self.crc_buf);
-        let verdict = if !self.cfg.mode.crc {
-            CrcVerdict::NotChecked
-        } else if received == self.crc_value {
-            CrcVerdict::Ok
-        } else {
-            CrcVerdict::Mismatch {
-                computed: self.crc_value,
-                received,
-            }
-        };
-        if let Some(h) = self.hdr.take() {
-            sink.on_fpdu_end(&h, verdict)?;
-        }
-        if let CrcVerdict::Mismatch { computed, received } = verdict {
-            return Err(LlpError::CrcMismatch { computed, received }.into());
-        }
+        self.end_fpdu(sink)?;
         Ok(n)
     }
 }
