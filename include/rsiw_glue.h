@@ -55,6 +55,7 @@ int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
 struct workqueue_struct *rsiw_alloc_drop_wq(void);
+int rsiw_next_cpu(void);
 bool rsiw_in_task(void);
 struct rsiw_dwork;
 struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx);

@@ -826,6 +826,16 @@ impl Qp {
         let _ = crate::kif::wq::queue().enqueue(self.clone());
     }
 
+    /// Schedules the transmit work from the receive path (a Read
+    /// Response, a TERMINATE or a stalled Read to send) on another CPU:
+    /// the receive softirq runs on the CPU that took the packet (with
+    /// veth, the peer's sending CPU), often under a process that polls
+    /// its completion queue; a worker woken there would first have to
+    /// preempt that process (ib_read_lat 64 B: 86 vs 70 us per Read).
+    pub fn schedule_tx_from_rx(self: &Arc<Self>) {
+        let _ = crate::kif::wq::enqueue_on_next_cpu(self.clone());
+    }
+
     /// Asks the connection manager to close the QP's connection (done on
     /// the workqueue, after a TERMINATE or queued data went out).
     pub fn request_close(&self) {

@@ -26,7 +26,9 @@ use crate::kif::{
 };
 use crate::mem::{access, Mem};
 use crate::qp::{op, wc, wqe, Qp, QpState};
-use crate::qp_tx::{check_mem, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault};
+use crate::qp_tx::{
+    check_mem, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
+};
 use crate::stats::Counter;
 use crate::wire::{
     error::{DdpError, LlpError, ProtocolError, RdmapError},
@@ -86,6 +88,8 @@ struct RxCtx {
     ulpdu_len: u16,
     /// Peer-to-peer responder: the first FPDU is the initiator's RTR.
     await_rtr: bool,
+    /// The last STag looked up for placement.
+    stags: StagCache,
 }
 
 impl RxCtx {
@@ -98,6 +102,7 @@ impl RxCtx {
             raw_len: 0,
             ulpdu_len: 0,
             await_rtr: false,
+            stags: StagCache::new(),
         }
     }
 }
@@ -217,7 +222,7 @@ impl Sink<'_> {
                 if s.length == 0 || bad {
                     continue;
                 }
-                match lookup_stag(self.qp, s.lkey) {
+                match lookup_stag(self.qp, s.lkey, &mut self.c.stags) {
                     Some(mem) => {
                         if check_mem(
                             self.qp,
@@ -268,7 +273,8 @@ impl Sink<'_> {
         }
         // The QP's access flags are not enforced (as in siw): see
         // `qp_tx::read_response_job`.
-        let mem = lookup_stag(self.qp, t.stag).ok_or(DdpError::TaggedInvalidStag)?;
+        let mem =
+            lookup_stag(self.qp, t.stag, &mut self.c.stags).ok_or(DdpError::TaggedInvalidStag)?;
         check_mem(self.qp, &mem, t.to, u64::from(plen), access::REMOTE_WRITE)
             .map_err(|f| tagged_fault(f, t.to, plen))?;
         self.c.seg = Seg::Write { mem, to: t.to };
@@ -625,7 +631,7 @@ fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
         on_llp_close(&this.into());
     }
     if wake {
-        Arc::<Qp>::from(this).schedule_tx();
+        Arc::<Qp>::from(this).schedule_tx_from_rx();
     }
 }
 

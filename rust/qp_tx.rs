@@ -31,6 +31,7 @@ use crate::kif::{
     handle::QpEvent,
     mem::{kernel_slice, kernel_write},
     queue::{Sge, Sqe, MAX_INLINE, MAX_SGE},
+    xarray::LookupCache,
 };
 use crate::mem::{access, Mem, MemKind};
 use crate::qp::{op, wc, wqe, Conn, Qp, QpState};
@@ -77,9 +78,14 @@ pub(crate) enum MemFault {
     Bounds,
 }
 
+/// The last STag index one side of a QP looked up: the next message
+/// usually names the same memory (a hit skips the xarray walk, which is
+/// four levels deep for random STag indices).
+pub(crate) type StagCache = LookupCache<Mem>;
+
 /// The memory object an STag names (index and key), if any.
-pub(crate) fn lookup_stag(qp: &Qp, stag: u32) -> Option<Arc<Mem>> {
-    let mem = qp.mem_xa.get(stag >> 8)?;
+pub(crate) fn lookup_stag(qp: &Qp, stag: u32, cache: &mut StagCache) -> Option<Arc<Mem>> {
+    let mem = qp.mem_xa.get_cached(stag >> 8, cache)?;
     if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
         return None;
     }
@@ -483,6 +489,8 @@ pub struct TxState {
     /// kept here so that the transmit function need not take the QP's
     /// connection lock per message.
     pub(crate) conn: Option<Arc<Conn>>,
+    /// The last STag looked up for transmission.
+    stags: StagCache,
     scratch: [u8; SCRATCH],
 }
 
@@ -506,6 +514,7 @@ impl TxState {
             sq_next: None,
             corked: false,
             conn: None,
+            stags: StagCache::new(),
             scratch: [0; SCRATCH],
         }
     }
@@ -846,7 +855,12 @@ fn fault_status(f: MemFault) -> u16 {
 
 /// Resolves and checks the local SGL of a work request (`need`: access
 /// rights needed on the memory). Returns the source and the total length.
-fn resolve_sgl(qp: &Qp, sqe: &Sqe, need: u32) -> core::result::Result<(Src, u32), u16> {
+fn resolve_sgl(
+    qp: &Qp,
+    sqe: &Sqe,
+    need: u32,
+    cache: &mut StagCache,
+) -> core::result::Result<(Src, u32), u16> {
     let n = usize::from(sqe.num_sge);
     if n > MAX_SGE || n > qp.caps.sq_max_sge.max(1) as usize {
         return Err(wc::LOC_QP_OP_ERR);
@@ -859,7 +873,7 @@ fn resolve_sgl(qp: &Qp, sqe: &Sqe, need: u32) -> core::result::Result<(Src, u32)
         if s.length == 0 {
             continue;
         }
-        let mem = lookup_stag(qp, s.lkey).ok_or(wc::LOC_PROT_ERR)?;
+        let mem = lookup_stag(qp, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
         check_mem(qp, &mem, s.addr, u64::from(s.length), need).map_err(fault_status)?;
         if let Some(slot) = mems.get_mut(k) {
             *slot = Some(mem);
@@ -957,7 +971,7 @@ fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
     let check = if rr.size == 0 {
         Ok(())
     } else {
-        match lookup_stag(qp, rr.src_stag) {
+        match lookup_stag(qp, rr.src_stag, &mut tx.stags) {
             None => Err(RdmapError::InvalidStag),
             Some(mem) => {
                 match check_mem(qp, &mem, rr.src_to, u64::from(rr.size), access::REMOTE_READ) {
@@ -1044,7 +1058,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
                 }
                 (Src::Inline, len)
             } else {
-                match resolve_sgl(qp, &sqe, 0) {
+                match resolve_sgl(qp, &sqe, 0, &mut tx.stags) {
                     Ok(x) => x,
                     Err(st) => {
                         local_error(qp, idx, &sqe, st);
@@ -1159,7 +1173,7 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
     };
     let mut mem = None;
     if sink.length > 0 {
-        let m = match lookup_stag(qp, sink.lkey) {
+        let m = match lookup_stag(qp, sink.lkey, &mut tx.stags) {
             Some(m) => m,
             None => {
                 local_error(qp, idx, &sqe, wc::LOC_PROT_ERR);

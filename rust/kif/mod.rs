@@ -153,6 +153,7 @@ mod glue {
         ) -> i32;
         pub(crate) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
         pub(crate) fn rsiw_alloc_drop_wq() -> *mut bindings::workqueue_struct;
+        pub(crate) fn rsiw_next_cpu() -> kernel::ffi::c_int;
         pub(crate) fn rsiw_rcu_read_lock();
         pub(crate) fn rsiw_rcu_read_unlock();
         pub(crate) fn rsiw_drop_after_gp(

@@ -487,6 +487,20 @@ struct workqueue_struct *rsiw_alloc_wq(void)
 	return alloc_workqueue("rsiw", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
 }
 
+/*
+ * The online CPU after the current one (wrapping; the current one if it is
+ * the only one).  A CPU going offline meanwhile is harmless: its work runs
+ * on an unbound worker.
+ */
+int rsiw_next_cpu(void)
+{
+	int cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
+
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first(cpu_online_mask);
+	return cpu;
+}
+
 struct workqueue_struct *rsiw_alloc_drop_wq(void)
 {
 	return alloc_workqueue("rsiw_drop", 0, 0);

@@ -104,3 +104,19 @@ pub fn queue() -> &'static Queue {
     // all work is drained before the queue is destroyed.
     unsafe { Queue::from_raw(p) }
 }
+
+/// Queues `w` on the rsiw workqueue to run on the next online CPU after
+/// the current one (no-op if already queued), so that it runs next to
+/// what the current CPU is doing rather than preempting it.
+pub fn enqueue_on_next_cpu<W, const ID: u64>(w: W) -> W::EnqueueOutput
+where
+    W: kernel::workqueue::RawWorkItem<ID> + Send + 'static,
+{
+    let q = WQ.load(Ordering::Acquire);
+    // SAFETY: reads the CPU number and the online mask only.
+    let cpu = unsafe { glue::rsiw_next_cpu() };
+    // SAFETY: as `Queue::enqueue`: `W` is `Send` and static; the pointer
+    // `__enqueue` passes is valid during the closure and, once queued,
+    // until the work function runs. The queue is live (see `queue`).
+    unsafe { w.__enqueue(move |work| bindings::queue_work_on(cpu, q, work)) }
+}

@@ -5,9 +5,15 @@
 //! (irqsave: iw_cm asks for a QP with interrupts off) just long enough to
 //! take a reference; [`RcuXArray`] lookups (STags, on every message) take
 //! none: they run under RCU and erased entries are released only after a
-//! grace period.
+//! grace period. A [`LookupCache`] remembers one [`RcuXArray`] lookup
+//! without holding a reference: a repeated lookup of the same ID skips the
+//! tree walk until any entry is erased.
 
-use core::{cell::UnsafeCell, marker::PhantomData};
+use core::{
+    cell::UnsafeCell,
+    marker::PhantomData,
+    sync::atomic::{AtomicU64, Ordering},
+};
 use kernel::{
     bindings,
     prelude::*,
@@ -134,15 +140,52 @@ impl<T: Send + Sync> PinnedDrop for XArray<T> {
     }
 }
 
+/// Bumped by every erase from, and every drop of, an [`RcuXArray`]: a
+/// [`LookupCache`] filled before the bump no longer hits. Erases (memory
+/// deregistration) are rare next to lookups (every message), so one
+/// counter for all xarrays costs nothing measurable.
+static ERASE_GEN: AtomicU64 = AtomicU64::new(0);
+
 /// An [`XArray`] read without its lock: lookups find the entry under RCU
 /// and take a reference, which is sound because an erased entry's own
 /// reference is dropped only after a grace period
 /// ([`super::wq::drop_after_gp`]), so every entry a reader can still find
 /// is alive. Erasing needs process context.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub struct RcuXArray<T: Send + Sync> {
     #[pin]
     xa: XArray<T>,
+}
+
+/// The last lookup made through [`RcuXArray::get_cached`]: which xarray,
+/// which ID, the entry's address and the erase generation then. It holds
+/// no reference, so it keeps nothing alive (a deregistered memory object
+/// goes as soon as its last real user lets go).
+pub struct LookupCache<T> {
+    xa: usize,
+    id: u32,
+    ptr: usize,
+    gen: u64,
+    _p: PhantomData<fn() -> T>,
+}
+
+impl<T> LookupCache<T> {
+    /// An empty cache (it never hits until filled).
+    pub const fn new() -> Self {
+        Self {
+            xa: 0,
+            id: 0,
+            ptr: 0,
+            gen: 0,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<T> Default for LookupCache<T> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<T: Send + Sync> RcuXArray<T> {
@@ -174,11 +217,60 @@ impl<T: Send + Sync> RcuXArray<T> {
         }
     }
 
+    /// As [`Self::get`], but the lookup is remembered in `cache`: asking
+    /// again for the same ID while nothing was erased from any xarray
+    /// takes the entry from the cache instead of walking the tree.
+    pub fn get_cached(&self, id: u32, cache: &mut LookupCache<T>) -> Option<Arc<T>> {
+        let me = core::ptr::from_ref(self) as usize;
+        // SAFETY: the xarray is initialised. Inside the RCU read section
+        // an entry found by `xa_load` stays alive (see `get`). A cached
+        // address is used only if `ERASE_GEN` still has the value read
+        // before that entry was found in this xarray (`cache.xa`; an
+        // xarray bumps the counter when dropped, so an address reused by
+        // a new xarray does not match either): then the entry has not
+        // been erased since, or the erase's bump, which precedes the
+        // grace period that ends before the entry's reference drops,
+        // follows our load of the counter, so the grace period also
+        // waits for this read section.
+        unsafe {
+            glue::rsiw_rcu_read_lock();
+            let gen = ERASE_GEN.load(Ordering::Acquire);
+            let p = if cache.xa == me && cache.id == id && cache.gen == gen && cache.ptr != 0 {
+                cache.ptr as *const T
+            } else {
+                let p = bindings::xa_load(self.xa.xa.get(), id as _).cast::<T>();
+                *cache = LookupCache {
+                    xa: me,
+                    id,
+                    ptr: p as usize,
+                    gen,
+                    _p: PhantomData,
+                };
+                p.cast_const()
+            };
+            let r = (!p.is_null()).then(|| Arc::from(ArcBorrow::from_raw(p)));
+            glue::rsiw_rcu_read_unlock();
+            r
+        }
+    }
+
     /// Removes the object with ID `id`; the xarray's reference to it goes
     /// after a grace period. Process context.
     pub fn erase(&self, id: u32) {
         if let Some(a) = self.xa.erase(id) {
+            // After the entry left the tree (a cache filled later cannot
+            // find it), before the grace period starts.
+            ERASE_GEN.fetch_add(1, Ordering::AcqRel);
             super::wq::drop_after_gp(a);
         }
+    }
+}
+
+#[pinned_drop]
+impl<T: Send + Sync> PinnedDrop for RcuXArray<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // Caches filled from this xarray must not hit a new xarray that
+        // gets the same address.
+        ERASE_GEN.fetch_add(1, Ordering::AcqRel);
     }
 }
