@@ -66,6 +66,7 @@ void rsiw_dwork_free(struct rsiw_dwork *d);
 void *rsiw_dwork_ctx(struct rsiw_dwork *d);
 int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem);
 u32 rsiw_sock_mss(struct socket *s);
+bool rsiw_sock_unacked(struct socket *s);
 u32 rsiw_sock_advmss(struct socket *s);
 int rsiw_sock_set_v6only(struct socket *s);
 bool rsiw_mpa_crc_required(void);

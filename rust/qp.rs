@@ -247,6 +247,11 @@ pub struct Qp {
     /// The TCP connection closed: the transmit function (process context)
     /// reports it to the connection manager.
     pub llp_closed: AtomicBool,
+    /// The last message went out while earlier data was still
+    /// unacknowledged by TCP.
+    pub tx_streaming: AtomicBool,
+    /// An FPDU arrived since the last doorbell.
+    pub rx_seen: AtomicBool,
     /// Transmit side state (work request in progress).
     #[pin]
     pub tx: Mutex<TxState>,
@@ -380,6 +385,8 @@ impl Qp {
                 rx_ready: AtomicBool::new(false),
                 irq_hint: AtomicBool::new(false),
                 llp_closed: AtomicBool::new(false),
+                tx_streaming: AtomicBool::new(false),
+                rx_seen: AtomicBool::new(false),
                 tx <- new_mutex!(TxState::new()),
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),
@@ -618,8 +625,21 @@ impl Qp {
                 // round trip per message costs latency). The work item
                 // takes over when TCP is full.
                 QpState::Rts => {
-                    self.stats.inc(crate::stats::Counter::TxDoorbellRuns);
-                    crate::qp_tx::run(self);
+                    // An application that streams (nothing received since
+                    // its last doorbell, its last message still not
+                    // acknowledged) is not waiting for a reply: a worker
+                    // on another CPU sends for it, and sends what it posts
+                    // meanwhile in one go, while the application goes on
+                    // posting. A ping-pong (something arrived in between)
+                    // sends in the system call: a wake-up costs latency.
+                    let rx = self.rx_seen.load(Ordering::Relaxed)
+                        && self.rx_seen.swap(false, Ordering::Relaxed);
+                    if !rx && self.tx_streaming.load(Ordering::Relaxed) {
+                        self.schedule_tx_elsewhere();
+                    } else {
+                        self.stats.inc(crate::stats::Counter::TxDoorbellRuns);
+                        crate::qp_tx::run(self);
+                    }
                     Ok(())
                 }
                 // Unlike siw, work posted to a QP in error completes with a
@@ -826,13 +846,14 @@ impl Qp {
         let _ = crate::kif::wq::queue().enqueue(self.clone());
     }
 
-    /// Schedules the transmit work from the receive path (a Read
-    /// Response, a TERMINATE or a stalled Read to send) on another CPU:
-    /// the receive softirq runs on the CPU that took the packet (with
-    /// veth, the peer's sending CPU), often under a process that polls
-    /// its completion queue; a worker woken there would first have to
-    /// preempt that process (ib_read_lat 64 B: 86 vs 70 us per Read).
-    pub fn schedule_tx_from_rx(self: &Arc<Self>) {
+    /// Schedules the transmit work on another CPU, next to what this one
+    /// does rather than after it: from the receive path (a Read Response,
+    /// a TERMINATE or a stalled Read to send), whose softirq runs on the
+    /// CPU that took the packet (with veth, the peer's sending CPU), often
+    /// under a process that polls its completion queue (a worker woken
+    /// there would first have to preempt it: ib_read_lat 64 B 86 vs 70 us
+    /// per Read), and for a streaming application's doorbell.
+    pub fn schedule_tx_elsewhere(self: &Arc<Self>) {
         let _ = crate::kif::wq::enqueue_on_next_cpu(self.clone());
     }
 

@@ -592,6 +592,9 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 /// Does what `feed` collected, without the receive lock.
 fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
     let qp: &Qp = &this;
+    if act.fpdus > 0 && !qp.rx_seen.load(Ordering::Relaxed) {
+        qp.rx_seen.store(true, Ordering::Relaxed);
+    }
     qp.stats.add(Counter::RxFpdus, act.fpdus);
     qp.stats.add(Counter::RxPayload, act.payload);
     let mut wake = act.wake_tx;
@@ -631,7 +634,7 @@ fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
         on_llp_close(&this.into());
     }
     if wake {
-        Arc::<Qp>::from(this).schedule_tx_from_rx();
+        Arc::<Qp>::from(this).schedule_tx_elsewhere();
     }
 }
 

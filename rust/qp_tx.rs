@@ -722,6 +722,12 @@ pub fn run(qp: &Arc<Qp>) {
         let queued = state == QpState::Rts
             && tx.job.as_ref().is_some_and(|j| j.kind == Kind::Wr)
             && tx.sq_next.is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0);
+        if tx.sent == 0 {
+            if let Some(c) = &tx.conn {
+                qp.tx_streaming
+                    .store(c.sock.has_unacked(), Ordering::Relaxed);
+            }
+        }
         match send_batch(&mut tx, &qp.stats, queued) {
             Ok(true) => {
                 // Dropped in place: a job is a few hundred octets.

@@ -163,6 +163,7 @@ mod glue {
         );
         pub(crate) fn rsiw_drain_drops(wq: *mut bindings::workqueue_struct);
         pub(crate) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
+        pub(crate) fn rsiw_sock_unacked(s: *mut bindings::socket) -> bool;
         pub(crate) fn rsiw_sock_advmss(s: *mut bindings::socket) -> u32;
         pub(crate) fn rsiw_sock_set_v6only(s: *mut bindings::socket) -> i32;
         pub(crate) fn rsiw_in_task() -> bool;

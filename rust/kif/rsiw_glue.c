@@ -516,6 +516,14 @@ int rsiw_sock_set_v6only(struct socket *s)
 	return ip6_sock_set_v6only(s->sk);
 }
 
+/* Sent data not yet acknowledged (a lockless hint). */
+bool rsiw_sock_unacked(struct socket *s)
+{
+	const struct tcp_sock *tp = tcp_sk(s->sk);
+
+	return READ_ONCE(tp->snd_nxt) != READ_ONCE(tp->snd_una);
+}
+
 u32 rsiw_sock_advmss(struct socket *s)
 {
 	return READ_ONCE(tcp_sk(s->sk)->advmss);

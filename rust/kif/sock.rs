@@ -327,6 +327,13 @@ impl Socket {
         unsafe { glue::rsiw_sock_mss(self.ptr.as_ptr()) }
     }
 
+    /// Whether sent data is still unacknowledged (read without the socket
+    /// lock: a hint).
+    pub fn has_unacked(&self) -> bool {
+        // SAFETY: live connected socket; the glue only reads two fields.
+        unsafe { glue::rsiw_sock_unacked(self.ptr.as_ptr()) }
+    }
+
     /// The MSS this end advertised to the peer: no segment the peer sends,
     /// and so no FPDU of a conforming MPA peer, is larger.
     pub fn advertised_mss(&self) -> u32 {
