@@ -156,11 +156,26 @@ post_list_coalesce() {
 	[ "$m" -ge 2000 ] && [ $((3 * p)) -lt "$m" ]
 }
 
+# stale STags: an STag stops working as soon as its MR is deregistered,
+# also right after each side of the QP used it (each remembers the last
+# STag it looked up): tests/guest/rsiw_stale.c.
+stale_stags() {
+	local bin=/tmp/rsiw_stale rc
+	gcc -O2 -Wall -Wextra -o "$bin" "$RSIW_TESTDIR/rsiw_stale.c" -lrdmacm -libverbs || return 1
+	PORT=18516
+	serve "$bin" -s "$IP_B" -p $PORT
+	in_a timeout $(tmo 60) "$bin" -c "$IP_B" -p $PORT
+	rc=$?
+	finish || rc=1
+	cat /tmp/server.out
+	return $rc
+}
+
 # `. rsiw_traffic.sh --lib` only defines the helpers (for debugging).
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 30
+ktap_set_plan 31
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -195,6 +210,7 @@ check "rsiw <-> rsiw: ib_send_bw 64 KiB" perf ib_send_bw
 check "rsiw <-> rsiw: ib_send_lat 64 B" lat ib_send_lat
 check "rsiw counters (rdma statistic): FPDUs and payload both ways, FPDUs batched per TCP send" counters
 check "rsiw <-> rsiw: 64 B Sends posted 16 at a time share TCP segments" post_list_coalesce
+check "rsiw <-> rsiw: STags of deregistered MRs fail at once on both sides" stale_stags
 check "rsiw <-> rsiw: ucmatose 4 connections" cmatose
 check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
