@@ -15,10 +15,10 @@ use core::{
 use kernel::{
     bindings,
     error::{from_result, to_result},
-    new_condvar, new_mutex, new_spinlock,
+    new_condvar, new_mutex,
     prelude::*,
     str::CStr,
-    sync::{CondVar, Mutex, SpinLock},
+    sync::{CondVar, Mutex},
 };
 
 use kernel::sync::Arc;

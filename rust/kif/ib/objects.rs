@@ -25,11 +25,14 @@ pub(super) struct QpSlot<T: Driver> {
 /// keeps the `ib_qp` pointer of a connection and uses it (e.g. to move the
 /// QP to error when its id is destroyed) until it drops its reference, while
 /// the RDMA core frees the `ib_qp` as soon as `destroy_qp` returns; so
-/// `destroy_qp` waits until the count is zero.
+/// `destroy_qp` waits until the count is zero. The CM takes and drops its
+/// references under its `cm_id_priv->lock`, which its event handler also
+/// takes in softirq context (a peer-to-peer RTR arriving), so the count's
+/// lock must keep interrupts off as well.
 #[pin_data]
 pub(super) struct CmRefs {
     #[pin]
-    count: SpinLock<u32>,
+    count: crate::kif::sync::SpinLockIrq<u32>,
     #[pin]
     zero: CondVar,
 }
@@ -38,7 +41,7 @@ impl CmRefs {
     fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                count <- new_spinlock!(0),
+                count <- crate::new_spinlock_irq!(0),
                 zero <- new_condvar!(),
             }),
             GFP_KERNEL,
