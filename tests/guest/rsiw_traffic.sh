@@ -221,7 +221,14 @@ reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && l
 # the responder (rsiw or siw) reports ESTABLISHED only once it arrived.
 check "rsiw <-> rsiw peer-to-peer RTR (mpa_peer_to_peer=1): rping -V, ib_read_bw" eval \
 	'reload mpa_peer_to_peer=1 && pair rsiw rsiw && rping_v && perf ib_read_bw'
-check "rsiw client (peer-to-peer RTR) -> siw server: rping -V" eval 'pair rsiw siw && rping_v'
+# Upstream siw's RTR path trips lockdep by itself (sk_callback_lock read with
+# softirqs on in siw_qp_llp_data_ready, written in softirq in
+# siw_rtr_data_ready); lockdep then switches off for the rest of the boot.
+if [ -e /proc/lockdep ]; then
+	ktap_test_skip "rsiw client (peer-to-peer RTR) -> siw server: rping -V (siw's own lockdep report on this kernel)"
+else
+	check "rsiw client (peer-to-peer RTR) -> siw server: rping -V" eval 'pair rsiw siw && rping_v'
+fi
 # MPA revision 1 (no IRD/ORD negotiation): rsiw as responder offers its
 # maxima, so RDMA Read works (siw answers a revision 1 initiator with
 # ORD 0, so an rping against a siw server, whose server side reads, fails).
