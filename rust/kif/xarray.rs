@@ -222,36 +222,39 @@ impl<T: Send + Sync> RcuXArray<T> {
     /// takes the entry from the cache instead of walking the tree.
     pub fn get_cached(&self, id: u32, cache: &mut LookupCache<T>) -> Option<Arc<T>> {
         let me = core::ptr::from_ref(self) as usize;
-        // SAFETY: the xarray is initialised. Inside the RCU read section
-        // an entry found by `xa_load` stays alive (see `get`). A cached
-        // address is used only if `ERASE_GEN` still has the value read
-        // before that entry was found in this xarray (`cache.xa`; an
-        // xarray bumps the counter when dropped, so an address reused by
-        // a new xarray does not match either): then the entry has not
-        // been erased since, or the erase's bump, which precedes the
-        // grace period that ends before the entry's reference drops,
-        // follows our load of the counter, so the grace period also
-        // waits for this read section.
-        unsafe {
-            glue::rsiw_rcu_read_lock();
-            let gen = ERASE_GEN.load(Ordering::Acquire);
-            let p = if cache.xa == me && cache.id == id && cache.gen == gen && cache.ptr != 0 {
-                cache.ptr as *const T
-            } else {
-                let p = bindings::xa_load(self.xa.xa.get(), id as _).cast::<T>();
-                *cache = LookupCache {
-                    xa: me,
-                    id,
-                    ptr: p as usize,
-                    gen,
-                    _p: PhantomData,
-                };
-                p.cast_const()
+        // SAFETY: an RCU read section, ended below.
+        unsafe { glue::rsiw_rcu_read_lock() };
+        let gen = ERASE_GEN.load(Ordering::Acquire);
+        let p = if cache.xa == me && cache.id == id && cache.gen == gen && cache.ptr != 0 {
+            cache.ptr as *const T
+        } else {
+            // SAFETY: the xarray is initialised.
+            let p = unsafe { bindings::xa_load(self.xa.xa.get(), id as _) }.cast::<T>();
+            *cache = LookupCache {
+                xa: me,
+                id,
+                ptr: p as usize,
+                gen,
+                _p: PhantomData,
             };
-            let r = (!p.is_null()).then(|| Arc::from(ArcBorrow::from_raw(p)));
-            glue::rsiw_rcu_read_unlock();
-            r
-        }
+            p.cast_const()
+        };
+        let r = (!p.is_null()).then(|| {
+            // SAFETY: inside the RCU read section an entry found by
+            // `xa_load` stays alive (see `get`). A cached address is used
+            // only if `ERASE_GEN` still has the value read before that
+            // entry was found in this xarray (`cache.xa`; an xarray bumps
+            // the counter when dropped, so an address reused by a new
+            // xarray does not match either): then the entry has not been
+            // erased since, or the erase's bump, which precedes the grace
+            // period that ends before the entry's reference drops, follows
+            // our load of the counter, so that grace period also waits for
+            // this read section.
+            Arc::from(unsafe { ArcBorrow::from_raw(p) })
+        });
+        // SAFETY: ends the read section begun above.
+        unsafe { glue::rsiw_rcu_read_unlock() };
+        r
     }
 
     /// Removes the object with ID `id`; the xarray's reference to it goes
