@@ -63,6 +63,7 @@ bool rsiw_dwork_schedule(struct workqueue_struct *wq, struct rsiw_dwork *d,
 			 unsigned int ms);
 bool rsiw_dwork_cancel(struct rsiw_dwork *d);
 void rsiw_dwork_free(struct rsiw_dwork *d);
+void rsiw_dwork_expire_all(struct workqueue_struct *wq);
 void *rsiw_dwork_ctx(struct rsiw_dwork *d);
 int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem);
 u32 rsiw_sock_mss(struct socket *s);

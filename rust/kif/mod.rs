@@ -178,6 +178,7 @@ mod glue {
         ) -> bool;
         pub(crate) fn rsiw_dwork_cancel(d: *mut kernel::ffi::c_void) -> bool;
         pub(crate) fn rsiw_dwork_free(d: *mut kernel::ffi::c_void);
+        pub(crate) fn rsiw_dwork_expire_all(wq: *mut bindings::workqueue_struct);
         pub(crate) fn rsiw_dwork_ctx(d: *mut kernel::ffi::c_void) -> *const kernel::ffi::c_void;
         pub(crate) fn rsiw_umem_release_async(
             wq: *mut bindings::workqueue_struct,

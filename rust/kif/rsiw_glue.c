@@ -564,12 +564,21 @@ int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem)
 	return 0;
 }
 
-/* A delayed work item calling back into Rust with a fixed context. */
+/*
+ * A delayed work item calling back into Rust with a fixed context.
+ * Every timeout alive is on rsiw_dworks (process context only), so that
+ * module unload can run the pending ones before their queue goes away: a
+ * delayed work's timer is not drained by destroy_workqueue().
+ */
 struct rsiw_dwork {
 	struct delayed_work dw;
+	struct list_head node;
 	void (*fn)(void *ctx);
 	void *ctx;
 };
+
+static LIST_HEAD(rsiw_dworks);
+static DEFINE_SPINLOCK(rsiw_dworks_lock);
 
 static void rsiw_dwork_run(struct work_struct *w)
 {
@@ -588,6 +597,9 @@ struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx)
 	INIT_DELAYED_WORK(&d->dw, rsiw_dwork_run);
 	d->fn = fn;
 	d->ctx = ctx;
+	spin_lock(&rsiw_dworks_lock);
+	list_add(&d->node, &rsiw_dworks);
+	spin_unlock(&rsiw_dworks_lock);
 	return d;
 }
 
@@ -607,10 +619,42 @@ void *rsiw_dwork_ctx(struct rsiw_dwork *d)
 	return d->ctx;
 }
 
-/* May be called from the work's own callback, which must not wait for itself. */
+/*
+ * May be called from the work's own callback, which must not wait for
+ * itself.  Off the list first: rsiw_dwork_expire_all() cannot queue it
+ * again after the cancel.
+ */
 void rsiw_dwork_free(struct rsiw_dwork *d)
 {
+	spin_lock(&rsiw_dworks_lock);
+	list_del(&d->node);
+	spin_unlock(&rsiw_dworks_lock);
 	if (current_work() != &d->dw.work)
 		cancel_delayed_work_sync(&d->dw);
 	kfree(d);
+}
+
+/*
+ * Module unload: runs every pending timeout now and waits for it, until
+ * none is pending (a run may arm another).  The callbacks run as if their
+ * time had come.
+ */
+void rsiw_dwork_expire_all(struct workqueue_struct *wq)
+{
+	struct rsiw_dwork *d;
+	bool kicked;
+
+	do {
+		kicked = false;
+		spin_lock(&rsiw_dworks_lock);
+		list_for_each_entry(d, &rsiw_dworks, node) {
+			if (delayed_work_pending(&d->dw)) {
+				mod_delayed_work(wq, &d->dw, 0);
+				kicked = true;
+			}
+		}
+		spin_unlock(&rsiw_dworks_lock);
+		if (kicked)
+			flush_workqueue(wq);
+	} while (kicked);
 }

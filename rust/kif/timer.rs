@@ -3,6 +3,8 @@
 //! One-shot timeouts on rsiw's workqueue (a C `delayed_work`; the 6.12
 //! `kernel` crate has none). A pending timeout holds a reference to its
 //! target, so the target lives until the timeout ran or was cancelled.
+//! Module unload runs the timeouts still pending at once (see
+//! [`super::wq::WqOwner`]): none may fire after the queue is gone.
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{prelude::*, sync::Arc};
@@ -51,8 +53,8 @@ impl<T: Expire> Timeout<T> {
             drop(unsafe { Arc::from_raw(ctx.cast::<T>()) });
             return Err(ENOMEM);
         };
-        // SAFETY: `d` is a fresh work item; the workqueue outlives all
-        // targets (they are device objects, gone before the queue).
+        // SAFETY: `d` is a fresh work item; the workqueue outlives every
+        // timeout (`WqOwner` runs the pending ones before destroying it).
         unsafe { glue::rsiw_dwork_schedule(super::wq::raw(), d.as_ptr(), ms) };
         Ok(Self { d, _p: PhantomData })
     }

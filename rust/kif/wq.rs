@@ -50,8 +50,14 @@ impl WqOwner {
 
 impl Drop for WqOwner {
     fn drop(&mut self) {
-        // Nothing enqueues after this: all devices are gone when the module
-        // state drops. Drops still waiting for their grace period run first.
+        // All devices are gone when the module state drops, but a
+        // connection endpoint may still wait for its peer's MPA frame, held
+        // by its timeout (and holding its socket's upcalls): its timeout
+        // runs now, not after the queue and the module's code are gone.
+        // SAFETY: our live queue, not called from it; process context.
+        unsafe { glue::rsiw_dwork_expire_all(self.0.as_ptr()) };
+        // Nothing enqueues after this. Drops still waiting for their grace
+        // period run first.
         // SAFETY: our live drop queue, not called from it.
         unsafe { glue::rsiw_drain_drops(self.1.as_ptr()) };
         // SAFETY: our queue, now empty; nothing queues on it any more.

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 16
+ktap_set_plan 17
 
 mac_a() { in_a cat /sys/class/net/va/address; }
 
@@ -56,6 +56,27 @@ t_rmmod_with_link() {
 	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va && rmmod rsiw &&
 		! rdma dev show rsiw0 2>/dev/null && ibv_devices | grep -q siw0
 }
+# An accepted connection waits (10 s) for its peer's MPA Request, held by
+# its timeout.  rmmod meanwhile must end that wait first: the timer would
+# otherwise fire into the unloaded module.
+t_rmmod_mpa_wait() {
+	local srv tcp rc=0
+	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va || return 1
+	ip netns exec "$NS_A" rping -s -a "$IP_A" -p 7190 >/dev/null 2>&1 &
+	srv=$!
+	for _ in $(seq 50); do in_a ss -ltn | grep -q ':7190 ' && break; sleep 0.1; done
+	ip netns exec "$NS_B" bash -c "exec 3<>/dev/tcp/$IP_A/7190 && exec sleep 14" >/dev/null 2>&1 &
+	tcp=$!
+	sleep 1
+	kill $srv
+	wait $srv
+	del_dev rsiw0 && rmmod rsiw || rc=1
+	# past the MPA timeout: nothing may run in the module's old code
+	sleep 11
+	kill $tcp 2>/dev/null
+	wait $tcp
+	[ $rc = 0 ] && ! lsmod | grep -q '^rsiw '
+}
 t_netdev_gone() {
 	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va && in_a ip link del va &&
 		for _ in $(seq 50); do rdma dev show rsiw0 >/dev/null 2>&1 || break; sleep 0.1; done &&
@@ -77,6 +98,7 @@ check "ucontext and PD through pyverbs" t_pd
 check "rdma link delete leaves siw alone" t_link_del
 check "rmmod after link delete" t_rmmod
 check "rmmod with a link present unregisters it" t_rmmod_with_link
+check "rmmod while an accepted connection waits for its MPA Request" t_rmmod_mpa_wait
 check "netdev removal unregisters the device" t_netdev_gone
 check "cleanup: rmmod rsiw and siw" t_cleanup
 ktap_finished
