@@ -275,9 +275,25 @@ static void rsiw_sk_state_change(struct sock *sk)
 	rsiw_sk_upcall(sk, RSIW_SK_STATE);
 }
 
+/*
+ * TCP calls this on every ACK while SOCK_NOSPACE is set.  As siw does, let
+ * the original upcall (sk_stream_write_space()) decide: it clears
+ * SOCK_NOSPACE once enough of the send buffer is free, and only then is
+ * the transmit work woken, once, to send a large batch.
+ */
 static void rsiw_sk_write_space(struct sock *sk)
 {
-	rsiw_sk_upcall(sk, RSIW_SK_SPACE);
+	struct rsiw_sk_hook *h;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	h = sk->sk_user_data;
+	if (h) {
+		h->write_space(sk);
+		if (sk->sk_socket &&
+		    !test_bit(SOCK_NOSPACE, &sk->sk_socket->flags))
+			h->cb(h->ctx, sk, RSIW_SK_SPACE, sk->sk_state);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
 }
 
 int rsiw_sk_attach(struct socket *s, void *ctx, rsiw_sk_cb cb,
