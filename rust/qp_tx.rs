@@ -825,7 +825,7 @@ fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
         }
         inner.sq_get = idx.wrapping_add(1);
     }
-    qp.sq.set_flags(idx, 0);
+    qp.sq.give_back(idx);
     true
 }
 
@@ -1230,7 +1230,7 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
         local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
         return Next::Again;
     }
-    qp.sq.set_flags(idx, 0);
+    qp.sq.give_back(idx);
     tx.msn[QN_READ_REQUEST as usize] = tx.msn[QN_READ_REQUEST as usize].wrapping_add(1);
     let rr = ReadRequest {
         sink_stag: sink.lkey,

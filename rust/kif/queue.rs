@@ -381,6 +381,19 @@ flag_accessors!(Sqe, AtomicU16, u16);
 flag_accessors!(Rqe, AtomicU16, u16);
 flag_accessors!(Cqe, AtomicU8, u8);
 
+impl Ring<Sqe> {
+    /// Gives send queue element `i` back to the producer (flags 0) with a
+    /// full barrier, as siw's `smp_store_mb()`: a later look at the next
+    /// element cannot be ordered before this store. libsiw publishes its
+    /// new element and then looks at the one before to decide whether to
+    /// ring the doorbell; with a plain release store, on a weakly ordered
+    /// CPU each side could miss the other's store and the work would wait
+    /// for a doorbell that never comes.
+    pub fn give_back(&self, i: u32) {
+        self.flags_ref(i).swap(0, Ordering::SeqCst);
+    }
+}
+
 impl Ring<Cqe> {
     /// The notification control word after the ring (`siw_cq_ctrl.flags`).
     pub fn notify(&self) -> &AtomicU32 {
