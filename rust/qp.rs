@@ -250,7 +250,7 @@ pub struct Qp {
     /// The last message went out while earlier data was still
     /// unacknowledged by TCP.
     pub tx_streaming: AtomicBool,
-    /// An FPDU arrived since the last doorbell.
+    /// Octets arrived since the last doorbell (set before they are placed).
     pub rx_seen: AtomicBool,
     /// Transmit side state (work request in progress).
     #[pin]

@@ -554,6 +554,12 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
         // Discard: the stream is dead.
         return;
     }
+    // Before anything is placed or completed: an application that sees
+    // this data and rings its doorbell at once is answering, not
+    // streaming (see `Qp::post_send`).
+    if !qp.rx_seen.load(Ordering::Relaxed) {
+        qp.rx_seen.store(true, Ordering::Release);
+    }
     let mut g = qp.rx.lock();
     let RxState { d, c } = &mut *g;
     let Some(d) = d.as_mut() else { return };
@@ -592,9 +598,6 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 /// Does what `feed` collected, without the receive lock.
 fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
     let qp: &Qp = &this;
-    if act.fpdus > 0 && !qp.rx_seen.load(Ordering::Relaxed) {
-        qp.rx_seen.store(true, Ordering::Relaxed);
-    }
     qp.stats.add(Counter::RxFpdus, act.fpdus);
     qp.stats.add(Counter::RxPayload, act.payload);
     let mut wake = act.wake_tx;
