@@ -239,18 +239,19 @@ impl<T: Send + Sync> RcuXArray<T> {
             };
             p.cast_const()
         };
+        // Why `p` is alive: inside the RCU read section an entry found by
+        // `xa_load` stays alive (see `get`). A cached address is used only
+        // if `ERASE_GEN` still has the value read before that entry was
+        // found in this xarray (`cache.xa`; an xarray bumps the counter
+        // when dropped, so an address reused by a new xarray does not
+        // match either): then the entry has not been erased since, or the
+        // erase's bump, which precedes the grace period that ends before
+        // the entry's reference drops, follows our load of the counter, so
+        // that grace period also waits for this read section.
         let r = (!p.is_null()).then(|| {
-            // SAFETY: inside the RCU read section an entry found by
-            // `xa_load` stays alive (see `get`). A cached address is used
-            // only if `ERASE_GEN` still has the value read before that
-            // entry was found in this xarray (`cache.xa`; an xarray bumps
-            // the counter when dropped, so an address reused by a new
-            // xarray does not match either): then the entry has not been
-            // erased since, or the erase's bump, which precedes the grace
-            // period that ends before the entry's reference drops, follows
-            // our load of the counter, so that grace period also waits for
-            // this read section.
-            Arc::from(unsafe { ArcBorrow::from_raw(p) })
+            // SAFETY: `p` is a live entry's `Arc` pointer, see above.
+            let b = unsafe { ArcBorrow::from_raw(p) };
+            Arc::from(b)
         });
         // SAFETY: ends the read section begun above.
         unsafe { glue::rsiw_rcu_read_unlock() };
