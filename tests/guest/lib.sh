@@ -77,7 +77,7 @@ check() {
 	out=$("$@" 2>&1)
 	rc=$?
 	if [ $rc -ne 0 ]; then
-		echo "$out" | tail -n 20 | sed 's/^/# /'
+		echo "$out" | tail -n 30 | sed 's/^/# /'
 		kmsg_check
 		ktap_test_fail "$desc"
 		return 1

@@ -34,15 +34,22 @@ kmemleak_rsiw() {
 	# Two scans, as kmemleak documents, to settle objects in flight.
 	echo scan >"$KML" && sleep 5 && echo scan >"$KML" || return 1
 	awk '/^unreferenced object/ { if (blk ~ /rsiw|ib_|iw_|rdma|siw|uverbs|_rust|kernel::/) print blk; blk = "" } { blk = blk "\n" $0 } END { if (blk ~ /rsiw|ib_|iw_|rdma|siw|uverbs|_rust|kernel::/) print blk }' "$KML" >/tmp/kmemleak.rsiw
-	local all
-	all=$(grep -c '^unreferenced object' "$KML")
-	echo "# kmemleak: $all unreferenced objects in all"
 	if [ -s /tmp/kmemleak.rsiw ]; then
 		head -n 60 /tmp/kmemleak.rsiw
 		return 1
 	fi
 }
-check "kmemleak: nothing unreferenced from rsiw or the RDMA stack" kmemleak_rsiw
+# The scan also reports objects of other kernel code (the tests use netns,
+# veth, nvme, ...): its "new suspected memory leaks" log line is not held
+# against rsiw here, and those objects are listed after the result so that
+# they can be identified.
+KMSG_BAD=${KMSG_BAD/|kmemleak/} \
+	check "kmemleak: nothing unreferenced from rsiw or the RDMA stack" kmemleak_rsiw
+others=$(grep -c '^unreferenced object' "$KML")
+if [ "$others" -gt 0 ]; then
+	echo "# kmemleak: $others unreferenced objects in all; the first ones:"
+	head -n 48 "$KML" | sed 's/^/# /'
+fi
 
 taint() {
 	local t

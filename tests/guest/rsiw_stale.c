@@ -105,6 +105,19 @@ static int all(const char *p, int c, size_t n)
 	return 1;
 }
 
+/* Registers r (two MLEN slots) and posts a receive into each. */
+static struct ibv_mr *recv_two(struct rdma_cm_id *id, char *r)
+{
+	struct ibv_mr *mr = rdma_reg_msgs(id, r, 2 * MLEN);
+
+	if (!mr)
+		die("reg");
+	if (rdma_post_recv(id, NULL, r, MLEN, mr) ||
+	    rdma_post_recv(id, NULL, r + MLEN, MLEN, mr))
+		die("post_recv");
+	return mr;
+}
+
 static void server(const char *addr, const char *port)
 {
 	struct rdma_addrinfo *res = resolve(addr, port, 1);
@@ -125,13 +138,10 @@ static void server(const char *addr, const char *port)
 	if (rdma_get_request(lid, &id))
 		die("rdma_get_request");
 	xmr = rdma_reg_write(id, x, XLEN);
-	rmr = rdma_reg_msgs(id, r, sizeof(r));
 	smr = rdma_reg_msgs(id, s, sizeof(s));
-	if (!xmr || !rmr || !smr)
+	if (!xmr || !smr)
 		die("reg");
-	if (rdma_post_recv(id, NULL, r, MLEN, rmr) ||
-	    rdma_post_recv(id, NULL, r + MLEN, MLEN, rmr))
-		die("post_recv");
+	rmr = recv_two(id, r);
 	if (rdma_accept(id, NULL))
 		die("rdma_accept");
 	in.addr = (uintptr_t)x;
@@ -165,12 +175,7 @@ static void server(const char *addr, const char *port)
 	/* Connection 2: the client tests its own side. */
 	if (rdma_get_request(lid, &id))
 		die("rdma_get_request");
-	rmr = rdma_reg_msgs(id, r, sizeof(r));
-	if (!rmr)
-		die("reg");
-	if (rdma_post_recv(id, NULL, r, MLEN, rmr) ||
-	    rdma_post_recv(id, NULL, r + MLEN, MLEN, rmr))
-		die("post_recv");
+	rmr = recv_two(id, r);
 	if (rdma_accept(id, NULL))
 		die("rdma_accept");
 	wc = wait_recv(id);
@@ -211,14 +216,11 @@ static void client(const char *addr, const char *port)
 
 	id = client_ep(addr, port, &res);
 	wmr = rdma_reg_msgs(id, w, sizeof(w));
-	rmr = rdma_reg_msgs(id, r, sizeof(r));
 	smr = rdma_reg_msgs(id, s, sizeof(s));
-	if (!wmr || !rmr || !smr)
+	if (!wmr || !smr)
 		die("reg");
 	/* Before connecting: the server sends as soon as it accepted. */
-	if (rdma_post_recv(id, NULL, r, MLEN, rmr) ||
-	    rdma_post_recv(id, NULL, r + MLEN, MLEN, rmr))
-		die("post_recv");
+	rmr = recv_two(id, r);
 	if (rdma_connect(id, NULL))
 		die("rdma_connect");
 	wc = wait_recv(id);

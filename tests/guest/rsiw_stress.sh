@@ -171,6 +171,16 @@ wait_exit() { # PID SECS (scaled by RSIW_TIMEOUT_SCALE, see lib.sh tmo)
 	ST=$?
 	return 0
 }
+# stacks PID...: state, wait channel and kernel stack of every thread
+stacks() {
+	local p t
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*; do
+			echo "$p/${t##*/} $(cat "$t"/comm) $(awk '{print $3}' "$t"/stat) $(cat "$t"/wchan):"
+			sed 's/^/    /' "$t"/stack
+		done
+	done 2>/dev/null
+}
 wait_for() {
 	wait_exit "$@" && return 0
 	kill -9 "$1"
@@ -375,7 +385,11 @@ link_delete_one() { # DEV NS NETDEV
 	else
 		info "rdma link delete $1 pending while its application runs (5 s): SIGTERM to it"
 		kill -TERM $who
-		wait_for $who 30
+		wait_exit $who 5 || {
+			info "still running 5 s after SIGTERM; its threads and the delete:"
+			stacks $who $(pgrep -P $del) >>"$INFO"
+			wait_for $who 25
+		}
 	fi
 	case $ST in 0 | 3) ;; *) tailog "$WORK/s.log" 10; tailog "$WORK/c.log" 10; return 1 ;; esac
 	wait_for $del 40

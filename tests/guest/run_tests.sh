@@ -21,6 +21,12 @@ settle() {
 }
 sunreclaim() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 
+# On the debug kernel, kmemleak's own scan (every 10 minutes) would report
+# into whichever test runs then; rsiw_leaks.sh scans once all tests ran
+# and sorts the objects it finds (rsiw and the RDMA stack or not).
+KML=/sys/kernel/debug/kmemleak
+[ ! -w "$KML" ] || echo scan=off >"$KML"
+
 settle
 base=$(sunreclaim)
 echo "# baseline: SUnreclaim ${base} kB"

@@ -18,10 +18,10 @@ rping_run() { # server_dev_ns client_ns desc
 }
 
 bw_run() { # test server_dev client_dev desc
-	in_b timeout 30 "$1" -R -D 3 -s 65536 --report_gbits -d "$2" >/dev/null 2>&1 &
+	in_b timeout 30 "$1" -R -F -D 3 -s 65536 --report_gbits -d "$2" >/dev/null 2>&1 &
 	sleep 2
 	local r
-	r=$(in_a timeout 25 "$1" -R -D 3 -s 65536 --report_gbits -d "$3" "$IP_B" 2>&1 |
+	r=$(in_a timeout 25 "$1" -R -F -D 3 -s 65536 --report_gbits -d "$3" "$IP_B" 2>&1 |
 		awk '$1 == 65536 { print $4 " Gb/s" }')
 	echo "$1 64 KiB, $4: ${r:-FAILED}"
 	wait
