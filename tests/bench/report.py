@@ -202,6 +202,35 @@ def table(res, meta, host, mtus):
                 f"{res.cell(mtu, 'siw', test, s, 'cpu_s_per_GB', fmt_g)} | {ratio(r, v)} | | |")
         add(f"| TCP ceiling (iperf3, 1 stream) | - | Gb/s | | | | "
             f"{res.cell(mtu, 'tcp', 'iperf3', 'stream', 'bw', fmt_g)} | |")
+        for test, s in sorted({(k[2], k[3]) for k in res.seen if k[0] == mtu and k[4] == "cpu_user"}):
+            def split(drv, t=test, z=s):
+                b = res.median(mtu, drv, t, z, "cpu_util")
+                u = res.median(mtu, drv, t, z, "cpu_user")
+                return "fail" if b is None or u is None else f"{b:.0f} / {u:.0f}"
+            if test == "iperf3":
+                add(f"| CPU busy / in user space, iperf3 | - | % of all CPUs | | | | {split('tcp')} | |")
+            else:
+                add(f"| CPU busy / in user space, ib_{test} | {size_label(s)} | % of all CPUs | "
+                    f"{split('rsiw')} | {split('siw')} | | | |")
+        # Kernel CPU-seconds per GB: the busy time outside user space (the
+        # data path of either driver, or TCP's send and receive paths) per
+        # GB moved, from the medians above.
+        ncpu = float(meta.get("guest_cpus", 0) or 0)
+
+        def kernel_cost(drv, t, z):
+            b = res.median(mtu, drv, t, z, "cpu_util")
+            u = res.median(mtu, drv, t, z, "cpu_user")
+            g = res.median(mtu, drv, t, z, "bw")
+            if None in (b, u, g) or not g or not ncpu:
+                return None
+            return (b - u) / 100 * ncpu / (g / 8)
+        kc = {d: kernel_cost(d, "write_bw", 65536) for d in ("rsiw", "siw")}
+        kt = kernel_cost("tcp", "iperf3", "stream")
+        if any(v is not None for v in list(kc.values()) + [kt]):
+            f = lambda v: "fail" if v is None else fmt_g(v)  # noqa: E731
+            add(f"| kernel CPU cost (busy outside user space), ib_write_bw; TCP: iperf3 | 64 KiB | CPU-s/GB | "
+                f"{f(kc['rsiw'])} | {f(kc['siw'])} | {ratio(kc['rsiw'], kc['siw'])} | "
+                f"{ratio(kc['rsiw'], kt)} (TCP {f(kt)}) | |")
     add("")
     add("Bandwidth chart: `bw.png` (bandwidth against message size; rsiw solid, siw dashed, TCP dotted).")
     return "\n".join(lines) + "\n"
