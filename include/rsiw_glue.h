@@ -74,5 +74,6 @@ bool rsiw_mpa_crc_required(void);
 bool rsiw_mpa_peer_to_peer(void);
 u8 rsiw_mpa_rev(void);
 bool rsiw_mpa_markers_wanted(void);
+bool rsiw_mpa_large_fpdu(void);
 
 #endif /* RSIW_GLUE_H */

@@ -26,7 +26,8 @@ use crate::kif::{
 };
 use crate::qp::{Conn, Qp, QpState};
 use crate::wire::connect::{
-    encode_rr, FrameKind, IrdOrd, MpaRr, RrParser, IRD_ORD_LEN, MAX_PD_LEN, REVISION_1, REVISION_2,
+    encode_rr, FrameKind, IrdOrd, MpaRr, RrParser, IRD_ORD_LEN, MAX_PD_LEN, RES_LARGE_FPDU,
+    REVISION_1, REVISION_2,
 };
 use crate::wire::mpa::mulpdu;
 
@@ -45,9 +46,10 @@ enum Phase {
     Closed,
 }
 
-/// MPA markers per direction (RFC 5044 7.1.1).
+/// An FPDU option negotiated per direction: MPA markers (RFC 5044 7.1.1)
+/// and FPDUs larger than a TCP segment ([`RES_LARGE_FPDU`]).
 #[derive(Clone, Copy)]
-struct Markers {
+struct PerDir {
     /// In the FPDUs we send.
     tx: bool,
     /// In the FPDUs we receive.
@@ -72,6 +74,8 @@ struct Peer {
     markers: bool,
     crc: bool,
     ird_ord: Option<IrdOrd>,
+    /// The peer takes FPDUs larger than a TCP segment.
+    large_fpdu: bool,
     pdata: KVec<u8>,
 }
 
@@ -93,6 +97,8 @@ struct CepState {
     /// Peer-to-peer model (RFC 6581): the initiator asked for it; the
     /// responder agreed and waits for the initiator's RTR.
     p2p: bool,
+    /// Initiator: our Request offered to take large FPDUs.
+    offered_large: bool,
     /// Responder in the peer-to-peer model: ESTABLISHED as it will be
     /// reported once the RTR arrived (addresses, IRD, ORD).
     pending_established: Option<((SockAddr, SockAddr), u32, u32)>,
@@ -168,6 +174,7 @@ impl Cep {
                     ird: 0,
                     ord: 0,
                     p2p: false,
+                    offered_large: false,
                     pending_established: None,
                 }),
                 closing: AtomicBool::new(false),
@@ -293,6 +300,7 @@ impl Cep {
             markers: f.hdr.markers,
             crc: f.hdr.crc,
             ird_ord: f.ird_ord,
+            large_fpdu: f.hdr.large_fpdu(),
             pdata,
         };
         let reject = f.hdr.reject;
@@ -377,12 +385,19 @@ impl Cep {
         let crc = peer.crc || params::mpa_crc_required();
         // RFC 5044 7.1.1: each side's M asks for markers on the FPDUs it
         // receives. Ours (in the Request) was mpa_markers_wanted().
-        let markers = Markers {
+        let markers = PerDir {
             tx: peer.markers,
             rx: params::mpa_markers_wanted(),
         };
+        // Large FPDUs both ways if our Request offered them and the Reply
+        // has the bit (siw's responder echoes it; its receiver takes any
+        // FPDU length), else only what fits a TCP segment.
+        let large = PerDir {
+            tx: st.offered_large && peer.large_fpdu,
+            rx: st.offered_large,
+        };
         let rtr = if p2p { Rtr::Send } else { Rtr::None };
-        self.enter_rts(&qp, sock, id.clone(), markers, crc, (ird, ord), rtr)?;
+        self.enter_rts(&qp, sock, id.clone(), markers, large, crc, (ird, ord), rtr)?;
         st.phase = Phase::Rdma;
         let peer = st.peer.insert(peer);
         let ev = CmEvent {
@@ -404,14 +419,19 @@ impl Cep {
         qp: &Arc<Qp>,
         sock: Socket,
         id: CmId,
-        markers: Markers,
+        markers: PerDir,
+        large: PerDir,
         crc: bool,
         (ird, ord): (u32, u32),
         rtr: Rtr,
     ) -> Result {
         sock.detach();
         let m = mulpdu(sock.mss().max(536), markers.tx);
-        let rx_max = sock.advertised_mss().max(536).min(u32::from(u16::MAX)) as u16;
+        let rx_max = if large.rx {
+            u16::MAX
+        } else {
+            sock.advertised_mss().max(536).min(u32::from(u16::MAX)) as u16
+        };
         let conn = Arc::new(
             Conn {
                 sock,
@@ -419,6 +439,7 @@ impl Cep {
                 rx_markers: markers.rx,
                 crc,
                 mulpdu: m,
+                large_fpdu: large.tx,
                 rx_max_ulpdu: rx_max,
                 send_rtr: rtr == Rtr::Send,
                 await_rtr: AtomicBool::new(rtr == Rtr::Await),
@@ -587,6 +608,10 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         let mut hdr = MpaRr::new(FrameKind::Request, rev, 0);
         hdr.crc = params::mpa_crc_required();
         hdr.markers = params::mpa_markers_wanted();
+        let large = params::mpa_large_fpdu();
+        if large {
+            hdr.res |= RES_LARGE_FPDU;
+        }
         // Revision 1 has no IRD/ORD (nor peer-to-peer) negotiation.
         let p2p = rev == REVISION_2 && params::mpa_peer_to_peer();
         let io = (rev == REVISION_2).then(|| IrdOrd {
@@ -599,6 +624,7 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         send_rr(sock, hdr, io, &p.pdata)?;
         sock.attach(cep.clone())?;
         st.p2p = p2p;
+        st.offered_large = large;
     }
     cep.arm_timeout();
     cep.kick();
@@ -619,9 +645,16 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     let crc = peer.crc || params::mpa_crc_required();
     // Markers per direction (RFC 5044 7.1.1): the initiator's M asks for
     // them on what we send, ours (in the Reply) on what we receive.
-    let markers = Markers {
+    let markers = PerDir {
         tx: peer.markers,
         rx: params::mpa_markers_wanted(),
+    };
+    // Large FPDUs (both ways) only if the initiator offered them: the
+    // Reply then carries the bit too, as siw's does.
+    let large_ok = params::mpa_large_fpdu() && peer.large_fpdu;
+    let large = PerDir {
+        tx: large_ok,
+        rx: large_ok,
     };
     let rev = if peer.revision == REVISION_1 {
         REVISION_1
@@ -643,6 +676,9 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
     hdr.crc = crc;
     hdr.markers = params::mpa_markers_wanted();
+    if large_ok {
+        hdr.res |= RES_LARGE_FPDU;
+    }
     let sock = st.sock.take().ok_or(EINVAL)?;
     send_rr(&sock, hdr, io, &p.pdata)?;
     st.qp = Some(qp.clone());
@@ -658,7 +694,7 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     if rtr == Rtr::Await {
         st.pending_established = Some((addrs, ird, ord));
     }
-    cep.enter_rts(&qp, sock, id.clone(), markers, crc, (ird, ord), rtr)?;
+    cep.enter_rts(&qp, sock, id.clone(), markers, large, crc, (ird, ord), rtr)?;
     st.phase = Phase::Rdma;
     if rtr == Rtr::Await {
         return Ok(());

@@ -165,8 +165,13 @@ pub struct Conn {
     pub crc: bool,
     /// Largest ULPDU of one FPDU we send (from the connection's EMSS).
     pub mulpdu: u32,
+    /// The peer takes FPDUs larger than a TCP segment: FPDUs we send
+    /// carry up to [`crate::wire::mpa::LARGE_FPDU_PAYLOAD`] payload octets
+    /// instead of what `mulpdu` allows.
+    pub large_fpdu: bool,
     /// Largest ULPDU_Length accepted from the peer (from the MSS we
-    /// advertised; a longer one is an MPA framing error).
+    /// advertised, or any when we offered to take large FPDUs; a longer
+    /// one is an MPA framing error).
     pub rx_max_ulpdu: u16,
     /// Peer-to-peer initiator: a zero length Write (the RTR, RFC 6581)
     /// goes out before any work request.

@@ -40,7 +40,7 @@ use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     error::{ProtocolError, RdmapError},
     markers::MARKER_PAYLOAD_SPAN,
-    mpa::MpaMode,
+    mpa::{MpaMode, LARGE_FPDU_PAYLOAD},
     rdmap::{Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
     term::build_terminate,
     tx::{frame_plain, Segment, Segmenter, TxBatch, TxPiece, PLAIN_TAIL_MAX},
@@ -48,6 +48,9 @@ use crate::wire::{
 
 /// Largest number of octets handed to TCP in one send call.
 pub const BATCH_BUDGET: u32 = 64 * 1024;
+/// The same towards a peer that takes large FPDUs: two full FPDUs of
+/// [`LARGE_FPDU_PAYLOAD`] with their headers, PAD and CRC.
+const LARGE_BATCH_BUDGET: u32 = 2 * (LARGE_FPDU_PAYLOAD + 64);
 /// Largest number of kvec pieces of one send call (the socket's limit).
 pub const MAX_PIECES: usize = 32;
 /// Scratch octets for ULPDU_Length, headers, markers, PAD and CRC fields.
@@ -1435,11 +1438,14 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
     } else {
         job.hdr.len()
     };
-    let mut max_payload = conn
-        .mulpdu
-        .min(crate::wire::mpa::MAX_ULPDU_LEN)
-        .saturating_sub(hdr_len as u32)
-        .max(1);
+    let mut max_payload = if conn.large_fpdu {
+        LARGE_FPDU_PAYLOAD
+    } else {
+        conn.mulpdu
+            .min(crate::wire::mpa::MAX_ULPDU_LEN)
+            .saturating_sub(hdr_len as u32)
+            .max(1)
+    };
     if mode.markers {
         max_payload = max_payload.min(MARKER_FPDU_PAYLOAD);
     }
@@ -1468,7 +1474,18 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
             }
         }
     }
-    let mut batch = TxBatch::new(mode, *off, BATCH_BUDGET);
+    let budget = if conn.large_fpdu {
+        LARGE_BATCH_BUDGET
+    } else {
+        BATCH_BUDGET
+    };
+    let mut batch = TxBatch::new(mode, *off, budget);
+    // Payload pieces per FPDU: page-sized at most, so a chunk of one SGE
+    // adds at most two more than its length in pages.
+    let sges = match &job.src {
+        Src::Sgl { n, .. } => (*n).max(1),
+        Src::Inline | Src::None => 1,
+    };
     let mut seg = job.seg;
     let mut pieces = Pieces {
         p: [Piece::Scratch(0, 0); MAX_PIECES],
@@ -1479,12 +1496,22 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
     let mut crc = crate::kif::crc::KernelCrc32c::new();
     let (mut fpdus, mut payload) = (0u64, 0u64);
     loop {
+        // A large FPDU that the budget left would cut short starts the
+        // next call instead (no short FPDU after each full one).
+        if conn.large_fpdu
+            && fpdus > 0
+            && !batch
+                .max_payload(hdr_len)
+                .is_some_and(|c| c >= max_payload.min(seg.remaining()))
+        {
+            break;
+        }
         let (mut b2, mut s2) = (batch, seg);
         let Some((sg, plan)) = b2.next_segment(&mut s2, hdr_len, max_payload) else {
             break;
         };
         // Worst case pieces and scratch of this FPDU.
-        let need_p = 4 + 2 * plan.markers() as usize + (sg.len as usize >> 12) + 2 + MAX_SGE;
+        let need_p = 4 + 2 * plan.markers() as usize + (sg.len as usize >> 12) + 2 * sges;
         let need_s = 2 + hdr_len + 3 + 4 + 4 * plan.markers() as usize;
         if pieces.n + need_p > MAX_PIECES || pieces.s + need_s > SCRATCH {
             break;

@@ -188,6 +188,7 @@ mod glue {
         pub(crate) fn rsiw_mpa_peer_to_peer() -> bool;
         pub(crate) fn rsiw_mpa_rev() -> u8;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
+        pub(crate) fn rsiw_mpa_large_fpdu() -> bool;
     }
 }
 
@@ -216,5 +217,12 @@ pub mod params {
     pub fn mpa_markers_wanted() -> bool {
         // SAFETY: the glue function only does a READ_ONCE of a module global.
         unsafe { super::glue::rsiw_mpa_markers_wanted() }
+    }
+
+    /// Whether rsiw offers and uses FPDUs larger than a TCP segment
+    /// (`mpa_large_fpdu=`, siw's `MPA_RR_FLAG_GSO_EXP` bit).
+    pub fn mpa_large_fpdu() -> bool {
+        // SAFETY: the glue function only does a READ_ONCE of a module global.
+        unsafe { super::glue::rsiw_mpa_large_fpdu() }
     }
 }

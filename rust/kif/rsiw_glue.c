@@ -35,6 +35,16 @@ static uint mpa_rev = 2;
 module_param(mpa_rev, uint, 0644);
 MODULE_PARM_DESC(mpa_rev, "MPA revision rsiw initiates with: 1 or 2 (default)");
 
+static bool mpa_large_fpdu = true;
+module_param(mpa_large_fpdu, bool, 0644);
+MODULE_PARM_DESC(mpa_large_fpdu,
+		 "Offer and use FPDUs larger than a TCP segment (siw's MPA_RR_FLAG_GSO_EXP bit)");
+
+bool rsiw_mpa_large_fpdu(void)
+{
+	return READ_ONCE(mpa_large_fpdu);
+}
+
 bool rsiw_mpa_peer_to_peer(void)
 {
 	return READ_ONCE(mpa_peer_to_peer);

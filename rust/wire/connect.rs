@@ -6,9 +6,10 @@
 //! parser that buffers the header and private data in a fixed array.
 //!
 //! Flag octet (first octet of the 16 bit word after the key, siw `iwarp.h`):
-//! `M 0x80 | C 0x40 | R 0x20 | enhanced 0x10 | res 0x0f` (siw uses 0x08 as
-//! its private "GSO" hint; it is kept in [`MpaRr::res`]). The second octet
-//! is the revision.
+//! `M 0x80 | C 0x40 | R 0x20 | enhanced 0x10 | res 0x0f`. Of the reserved
+//! bits, siw uses 0x08 (`MPA_RR_FLAG_GSO_EXP`) to say that its receiver
+//! takes FPDUs larger than the TCP segment ([`RES_LARGE_FPDU`]); the raw
+//! bits are kept in [`MpaRr::res`]. The second octet is the revision.
 
 use crate::wire::be16;
 use crate::wire::error::LlpError;
@@ -34,6 +35,14 @@ pub const FLAG_CRC: u8 = 0x40;
 pub const FLAG_REJECT: u8 = 0x20;
 /// Enhanced connection data present (set with revision 2).
 pub const FLAG_ENHANCED: u8 = 0x10;
+
+/// Reserved flag bit (in [`MpaRr::res`]) that siw's `iwarp.h` names
+/// `MPA_RR_FLAG_GSO_EXP`: the sender of the frame takes FPDUs of any
+/// length up to the ULPDU_Length limit, not only FPDUs that fit one TCP
+/// segment. A peer that does not know it ignores it (RFC 5044: reserved
+/// bits are ignored on receipt); upstream siw's responder echoes the
+/// Request's bits in its Reply, and its receiver takes any FPDU length.
+pub const RES_LARGE_FPDU: u8 = 0x08;
 
 /// MPA revision 1 (RFC 5044).
 pub const REVISION_1: u8 = 1;
@@ -106,6 +115,12 @@ impl MpaRr {
             revision,
             pd_len,
         }
+    }
+
+    /// Whether the frame's sender takes FPDUs larger than a TCP segment
+    /// ([`RES_LARGE_FPDU`]).
+    pub const fn large_fpdu(&self) -> bool {
+        self.res & RES_LARGE_FPDU != 0
     }
 
     /// Whether the private data starts with IRD/ORD data.

@@ -13,6 +13,12 @@ pub const MPA_CRC_LEN: u32 = 4;
 /// Maximum ULPDU_Length.
 pub const MAX_ULPDU_LEN: u32 = u16::MAX as u32;
 
+/// Payload cap of one FPDU towards a peer that takes FPDUs larger than a
+/// TCP segment ([`crate::wire::connect::RES_LARGE_FPDU`]): a power of two,
+/// so that messages of power-of-two sizes split into equal FPDUs, and
+/// with any DDP/RDMAP header well below [`MAX_ULPDU_LEN`].
+pub const LARGE_FPDU_PAYLOAD: u32 = 32 * 1024;
+
 /// Negotiated MPA options of one direction of a connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MpaMode {

@@ -170,6 +170,36 @@ post_list_coalesce() {
 	[ "$m" -ge 2000 ] && [ $((3 * p)) -lt "$m" ]
 }
 
+# Large FPDUs (mpa_large_fpdu, siw's MPA_RR_FLAG_GSO_EXP bit): the average
+# payload of the FPDUs dev_a sends during one ib_write_bw 64 KiB run, in
+# FPDU_AVG.
+fpdu_avg() {
+	local f0 b0 f b
+	f0=$(counter_of dev_a tx_fpdus) b0=$(counter_of dev_a tx_payload_bytes)
+	perf ib_write_bw || return 1
+	f=$(($(counter_of dev_a tx_fpdus) - f0)) b=$(($(counter_of dev_a tx_payload_bytes) - b0))
+	FPDU_AVG=$((b / (f > 0 ? f : 1)))
+	echo "$f FPDUs, $b payload octets, $FPDU_AVG per FPDU"
+}
+# Both ends offer large FPDUs: they carry up to 32 KiB; with the offer
+# off, every FPDU fits one TCP segment (MSS 1448 here).
+large_fpdus() {
+	local p=/sys/module/rsiw/parameters/mpa_large_fpdu on off rc
+	fpdu_avg || return 1
+	on=$FPDU_AVG
+	echo 0 >$p
+	fpdu_avg
+	rc=$?
+	off=$FPDU_AVG
+	echo 1 >$p
+	[ $rc = 0 ] && [ "$on" -gt 16384 ] && [ "$off" -le 1448 ]
+}
+# siw's responder echoes the Request's flag bits in its Reply, and its
+# receiver takes FPDUs of any length: rsiw sends it large ones.
+large_fpdus_to_siw() {
+	fpdu_avg && [ "$FPDU_AVG" -gt 16384 ]
+}
+
 # stale STags: an STag stops working as soon as its MR is deregistered,
 # also right after each side of the QP used it (each remembers the last
 # STag it looked up): tests/guest/rsiw_stale.c.
@@ -189,7 +219,7 @@ stale_stags() {
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 31
+ktap_set_plan 33
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -207,6 +237,7 @@ for t in ib_write_bw ib_send_bw ib_read_bw; do
 	check "rsiw client -> siw server: $t 64 KiB" perf $t
 done
 check "rsiw client -> siw server: ib_write_lat 64 B" lat ib_write_lat
+check "rsiw client -> siw server: FPDUs larger than a TCP segment (siw echoes the offer)" large_fpdus_to_siw
 
 check "rsiw client -> siw server over IPv6: rping -V" rping_v6
 
@@ -224,6 +255,7 @@ check "rsiw <-> rsiw: ib_send_bw 64 KiB" perf ib_send_bw
 check "rsiw <-> rsiw: ib_send_lat 64 B" lat ib_send_lat
 check "rsiw counters (rdma statistic): FPDUs and payload both ways, FPDUs batched per TCP send" counters
 check "rsiw <-> rsiw: 64 B Sends posted 16 at a time share TCP segments" post_list_coalesce
+check "rsiw <-> rsiw: FPDUs of up to 32 KiB when offered, within the MSS when not (mpa_large_fpdu)" large_fpdus
 check "rsiw <-> rsiw: STags of deregistered MRs fail at once on both sides" stale_stags
 check "rsiw <-> rsiw: ucmatose 4 connections" cmatose
 check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs

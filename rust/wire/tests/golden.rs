@@ -235,6 +235,21 @@ fn mpa_request_rev1() {
     assert_eq!(&out[..n], &want[..]);
 }
 
+/// siw's `MPA_RR_FLAG_GSO_EXP` (be16 0x0800): the large-FPDU offer sits in
+/// the reserved bits, next to CRC and enhanced, and survives a round trip.
+#[test]
+fn mpa_request_large_fpdu_bit() {
+    let mut h = MpaRr::new(FrameKind::Request, REVISION_2, 4);
+    h.crc = true;
+    assert!(!h.large_fpdu());
+    h.res |= RES_LARGE_FPDU;
+    let b = h.encode();
+    assert_eq!(&b[16..20], &hex("58 02 0004")[..]);
+    let d = MpaRr::decode(&b, 512).unwrap();
+    assert!(d.large_fpdu() && d.crc && d.enhanced && !d.markers);
+    assert_eq!(d, h);
+}
+
 #[test]
 fn mpa_request_rev2_ird_ord() {
     let h = MpaRr {
