@@ -148,7 +148,8 @@ def table(res, meta, host, mtus):
         f"iperf3 {meta.get('iperf3', '?')}")
     add(f"- method: namespaces rsiw-a/rsiw-b over veth; perftest `{meta.get('perftest_flags', '-R')}`, "
         f"server in ns B; bandwidth and message rate `-D {meta.get('duration_s', '?')} "
-        f"-f {meta.get('margin_s', '?')}`; latency `-n {meta.get('lat_iters', '?')}` (typical); "
+        f"-f {meta.get('margin_s', '?')}`; latency `-n {meta.get('lat_iters', '?')}` (typical), "
+        f"{meta.get('lat_runs', 1)} runs per repetition; "
         f"message rate `{meta.get('msgrate', '?')}`; iperf3 one stream, `-t {meta.get('duration_s', '?')}`; "
         f"medians of {reps} repetitions, drivers alternating in one boot")
     if os.path.exists(os.path.join(OUT, "wall_seconds")):
