@@ -51,6 +51,9 @@ pub const BATCH_BUDGET: u32 = 64 * 1024;
 /// The same towards a peer that takes large FPDUs: two full FPDUs of
 /// [`LARGE_FPDU_PAYLOAD`] with their headers, PAD and CRC.
 const LARGE_BATCH_BUDGET: u32 = 2 * (LARGE_FPDU_PAYLOAD + 64);
+/// Largest message whose doorbell may hand the transmission to a worker
+/// on another CPU (see `Qp::post_send`).
+const HANDOFF_MAX: u32 = 16 * 1024;
 /// Largest number of kvec pieces of one send call (the socket's limit).
 pub const MAX_PIECES: usize = 32;
 /// Scratch octets for ULPDU_Length, headers, markers, PAD and CRC fields.
@@ -727,8 +730,12 @@ pub fn run(qp: &Arc<Qp>) {
             && tx.sq_next.is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0);
         if tx.sent == 0 {
             if let Some(c) = &tx.conn {
+                // Only small messages stream to a worker: a large one keeps
+                // the sender's own CPU busy in its system call, where the
+                // other CPU may be busy too (a peer polling its CQ).
+                let small = tx.job.as_ref().is_some_and(|j| j.total < HANDOFF_MAX);
                 qp.tx_streaming
-                    .store(c.sock.has_unacked(), Ordering::Relaxed);
+                    .store(small && c.sock.has_unacked(), Ordering::Relaxed);
             }
         }
         match send_batch(&mut tx, &qp.stats, queued) {

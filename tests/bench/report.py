@@ -13,6 +13,7 @@ version) are recorded in RESULTS_DIR/host.json the first time it runs.
 """
 import csv
 import json
+import math
 import os
 import platform
 import statistics
@@ -94,9 +95,13 @@ class Results:
             self.seen[key] += 1
             if r["status"] == "ok" and r["value"]:
                 try:
-                    self.vals[key].append(float(r["value"]))
+                    v = float(r["value"])
                 except ValueError:
-                    pass
+                    continue
+                # perftest prints inf when its CPU clock estimate failed;
+                # older results.tsv files recorded that as a result.
+                if math.isfinite(v) and v > 0:
+                    self.vals[key].append(v)
 
     def median(self, mtu, drv, test, size, metric):
         v = self.vals.get((mtu, drv, test, str(size), metric))
