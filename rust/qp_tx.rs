@@ -1503,18 +1503,15 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
     let mut crc = crate::kif::crc::KernelCrc32c::new();
     let (mut fpdus, mut payload) = (0u64, 0u64);
     loop {
-        // A large FPDU that the budget left would cut short starts the
-        // next call instead (no short FPDU after each full one).
-        if conn.large_fpdu
-            && fpdus > 0
-            && !batch
-                .max_payload(hdr_len)
-                .is_some_and(|c| c >= max_payload.min(seg.remaining()))
-        {
-            break;
-        }
         let (mut b2, mut s2) = (batch, seg);
-        let Some((sg, plan)) = b2.next_segment(&mut s2, hdr_len, max_payload) else {
+        // A large FPDU that the budget left would cut short starts the
+        // next call instead.
+        let next = if conn.large_fpdu {
+            b2.next_whole_segment(&mut s2, hdr_len, max_payload)
+        } else {
+            b2.next_segment(&mut s2, hdr_len, max_payload)
+        };
+        let Some((sg, plan)) = next else {
             break;
         };
         // Worst case pieces and scratch of this FPDU.

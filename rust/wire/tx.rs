@@ -474,10 +474,38 @@ impl TxBatch {
         hdr_len: usize,
         max_payload: u32,
     ) -> Option<(Segment, FpduPlan)> {
+        self.plan_segment(seg, hdr_len, max_payload, false)
+    }
+
+    /// As [`next_segment`](Self::next_segment), but once the batch holds
+    /// an FPDU, a segment the remaining budget would cut below
+    /// `max_payload` (or the rest of the message, if less) is left for the
+    /// next batch: no short FPDU after each full one when FPDUs are large
+    /// compared to the budget.
+    pub fn next_whole_segment(
+        &mut self,
+        seg: &mut Segmenter,
+        hdr_len: usize,
+        max_payload: u32,
+    ) -> Option<(Segment, FpduPlan)> {
+        self.plan_segment(seg, hdr_len, max_payload, true)
+    }
+
+    fn plan_segment(
+        &mut self,
+        seg: &mut Segmenter,
+        hdr_len: usize,
+        max_payload: u32,
+        whole: bool,
+    ) -> Option<(Segment, FpduPlan)> {
         if seg.finished {
             return None;
         }
-        let cap = self.max_payload(hdr_len)?.min(max_payload);
+        let room = self.max_payload(hdr_len)?;
+        if whole && self.count > 0 && room < max_payload.min(seg.remaining()) {
+            return None;
+        }
+        let cap = room.min(max_payload);
         if cap == 0 && seg.remaining() > 0 {
             return None;
         }

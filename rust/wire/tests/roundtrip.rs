@@ -486,3 +486,37 @@ proptest! {
         prop_assert_eq!(&got[..], &out[..n]);
     }
 }
+
+/// Large FPDUs: a 64 KiB message in 32 KiB FPDUs with a budget of a bit
+/// more than one full FPDU goes out as two full FPDUs in two batches; the
+/// budget never cuts the second one short (as `next_segment` does).
+#[test]
+fn batch_next_whole_segment_keeps_large_fpdus_whole() {
+    let mode = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    let (hdr, max) = (18usize, mpa::LARGE_FPDU_PAYLOAD);
+    let budget = max + 1024;
+    let mut off = 0u32;
+    let mut seg = Segmenter::new(2 * max);
+    let mut lens = vec![];
+    while seg.remaining() > 0 {
+        let mut b = TxBatch::new(mode, off, budget);
+        let mut n = 0;
+        while let Some((s, _)) = b.next_whole_segment(&mut seg, hdr, max) {
+            lens.push(s.len);
+            n += 1;
+        }
+        assert_eq!(n, 1, "one full FPDU per batch");
+        off = b.stream_offset();
+    }
+    assert_eq!(lens, vec![max, max]);
+    // The plain planner fills the first batch with a short second FPDU.
+    let mut b = TxBatch::new(mode, 0, budget);
+    let mut seg = Segmenter::new(2 * max);
+    let first = b.next_segment(&mut seg, hdr, max).map(|(s, _)| s.len);
+    let second = b.next_segment(&mut seg, hdr, max).map(|(s, _)| s.len);
+    assert_eq!(first, Some(max));
+    assert!(second.is_some_and(|l| l < max), "{second:?}");
+}
