@@ -137,8 +137,6 @@ pub struct QpInner {
     pub sq_get: u32,
     /// Next RQ slot a kernel post fills.
     pub rq_put: u32,
-    /// Next RQ slot the receive side takes.
-    pub rq_get: u32,
     /// RDMA access the peer is granted (IB access flags).
     pub access: u32,
     /// Inbound RDMA Reads (IRD).
@@ -378,7 +376,6 @@ impl Qp {
                     sq_put: 0,
                     sq_get: 0,
                     rq_put: 0,
-                    rq_get: 0,
                     access: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
                     ird: 0,
                     ord: 0,
@@ -600,15 +597,17 @@ impl Qp {
         crate::qp_rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
         loop {
+            // The consumer index is the receive side's (see
+            // `qp_rx::RxState`).
             let rqe = {
-                let mut inner = self.inner.lock();
-                let i = inner.rq_get;
+                let mut g = self.rx.lock();
+                let i = g.rq_get;
                 if rq.flags(i) & WQE_VALID == 0 {
                     break;
                 }
                 let rqe = rq.read(i);
                 rq.set_flags(i, 0);
-                inner.rq_get = i.wrapping_add(1);
+                g.rq_get = i.wrapping_add(1);
                 rqe
             };
             if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
@@ -637,13 +636,18 @@ impl Qp {
                     // meanwhile in one go, while the application goes on
                     // posting. A ping-pong (something arrived in between)
                     // sends in the system call: a wake-up costs latency.
-                    let rx = self.rx_seen.load(Ordering::Relaxed)
-                        && self.rx_seen.swap(false, Ordering::Relaxed);
+                    // (A plain store clears the flag: a receive that sets
+                    // it again in between only makes the next doorbell
+                    // send in place.)
+                    let rx = self.rx_seen.load(Ordering::Relaxed);
+                    if rx {
+                        self.rx_seen.store(false, Ordering::Relaxed);
+                    }
                     if !rx && self.tx_streaming.load(Ordering::Relaxed) {
                         self.schedule_tx_elsewhere();
                     } else {
+                        crate::qp_tx::run_answer(self, rx);
                         self.stats.inc(crate::stats::Counter::TxDoorbellRuns);
-                        crate::qp_tx::run(self);
                     }
                     Ok(())
                 }

@@ -111,6 +111,11 @@ impl RxCtx {
 pub struct RxState {
     d: Option<Deframer<KernelCrc32c>>,
     c: RxCtx,
+    /// Next slot of the QP's own receive queue to take. The receive side
+    /// is its only consumer besides the flush, so it is kept under this
+    /// lock rather than the QP's: a Send takes its RQE without another
+    /// lock (as siw does).
+    pub rq_get: u32,
 }
 
 impl Default for RxState {
@@ -125,6 +130,7 @@ impl RxState {
         Self {
             d: None,
             c: RxCtx::new(),
+            rq_get: 0,
         }
     }
 }
@@ -144,6 +150,8 @@ struct Actions {
     failed: Option<(Rqe, u32, u16)>,
     /// The peer-to-peer RTR (the first FPDU) arrived.
     rtr: bool,
+    /// A `data_ready` upcall (counted after the data is placed).
+    upcall: bool,
     /// FPDUs and payload octets received (for the counters).
     fpdus: u64,
     payload: u64,
@@ -153,6 +161,7 @@ struct Actions {
 struct Sink<'a> {
     qp: &'a Qp,
     c: &'a mut RxCtx,
+    rq_get: &'a mut u32,
     act: &'a mut Actions,
 }
 
@@ -173,20 +182,20 @@ fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
 
 impl Sink<'_> {
     /// Takes the next receive queue element (own RQ or SRQ).
-    fn take_rqe(&self) -> Option<Rqe> {
+    fn take_rqe(&mut self) -> Option<Rqe> {
         if let Some(srq) = &self.qp.srq {
             return srq.take();
         }
         let rq = self.qp.rq.as_ref()?;
-        let mut inner = self.qp.inner.lock();
-        let i = inner.rq_get;
-        if rq.flags(i) & WQE_VALID == 0 {
+        let i = *self.rq_get;
+        let flags = rq.flags(i);
+        if flags & WQE_VALID == 0 {
             return None;
         }
         let mut rqe = rq.read(i);
-        rqe.flags = rq.flags(i);
+        rqe.flags = flags;
         rq.set_flags(i, 0);
-        inner.rq_get = i.wrapping_add(1);
+        *self.rq_get = i.wrapping_add(1);
         Some(rqe)
     }
 
@@ -385,6 +394,22 @@ impl Sink<'_> {
     }
 }
 
+/// Logs a TERMINATE received (the stream ends with it).
+#[cold]
+fn report_terminate(qp: &Qp, hdr: &SegmentHeader) {
+    if let Body::Terminate(t) = hdr.body {
+        pr_warn!(
+            "rsiw: QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
+            qp.id(),
+            t.code.layer,
+            t.code.etype,
+            t.code.code,
+            t.code.etype,
+            t.code.layer
+        );
+    }
+}
+
 impl RxSink for Sink<'_> {
     fn on_fpdu_start(&mut self, info: &FpduInfo) -> Result<(), ProtocolError> {
         self.c.ulpdu_len = info.ulpdu_len;
@@ -414,17 +439,7 @@ impl RxSink for Sink<'_> {
             Opcode::ReadRequest => self.read_req_header(hdr, plen),
             Opcode::Terminate => {
                 self.c.seg = Seg::Term;
-                if let Body::Terminate(t) = hdr.body {
-                    pr_warn!(
-                        "rsiw: QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
-                        self.qp.id(),
-                        t.code.layer,
-                        t.code.etype,
-                        t.code.code,
-                        t.code.etype,
-                        t.code.layer
-                    );
-                }
+                report_terminate(self.qp, hdr);
                 Ok(())
             }
         }
@@ -561,43 +576,52 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
         qp.rx_seen.store(true, Ordering::Release);
     }
     let mut g = qp.rx.lock();
-    let RxState { d, c } = &mut *g;
+    let RxState { d, c, rq_get } = &mut *g;
     let Some(d) = d.as_mut() else { return };
     if d.error().is_some() {
         return;
     }
-    let mut sink = Sink { qp, c, act };
+    let mut sink = Sink { qp, c, rq_get, act };
     if let Err(e) = d.push(bytes, &mut sink) {
-        let c = &mut *sink.c;
-        // A Send that failed locally completes with its own status (any
-        // other one in progress is flushed when the QP goes to error).
-        if c.send.as_ref().is_some_and(|m| m.status != wc::SUCCESS) {
-            if let Some(m) = c.send.take() {
-                sink.act.failed = Some((m.rqe, m.processed, m.status));
-            }
-        }
-        let (mut raw, mut raw_len) = (c.raw, c.raw_len);
-        if raw_len == 0 {
-            // A header that failed its own checks (invalid QN, say) never
-            // reached the sink; the TERMINATE still carries its copy.
-            if let Some(h) = d.rejected_header() {
-                let n = h.len().min(MAX_HDR_LEN);
-                if let (Some(dst), Some(src)) = (raw.get_mut(..n), h.get(..n)) {
-                    dst.copy_from_slice(src);
-                    raw_len = n;
-                }
-            }
-        }
-        sink.act.error = Some((e, raw, raw_len, c.ulpdu_len));
+        rx_failed(d, sink.c, sink.act, e);
     } else if sink.c.await_rtr && d.fpdus() > 0 {
         sink.c.await_rtr = false;
         sink.act.rtr = true;
     }
 }
 
+/// The stream failed with `e`: collects the TERMINATE to send and the
+/// receive to complete.
+#[cold]
+fn rx_failed(d: &Deframer<KernelCrc32c>, c: &mut RxCtx, act: &mut Actions, e: ProtocolError) {
+    // A Send that failed locally completes with its own status (any other
+    // one in progress is flushed when the QP goes to error).
+    if c.send.as_ref().is_some_and(|m| m.status != wc::SUCCESS) {
+        if let Some(m) = c.send.take() {
+            act.failed = Some((m.rqe, m.processed, m.status));
+        }
+    }
+    let (mut raw, mut raw_len) = (c.raw, c.raw_len);
+    if raw_len == 0 {
+        // A header that failed its own checks (invalid QN, say) never
+        // reached the sink; the TERMINATE still carries its copy.
+        if let Some(h) = d.rejected_header() {
+            let n = h.len().min(MAX_HDR_LEN);
+            if let (Some(dst), Some(src)) = (raw.get_mut(..n), h.get(..n)) {
+                dst.copy_from_slice(src);
+                raw_len = n;
+            }
+        }
+    }
+    act.error = Some((e, raw, raw_len, c.ulpdu_len));
+}
+
 /// Does what `feed` collected, without the receive lock.
 fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
     let qp: &Qp = &this;
+    if act.upcall {
+        qp.stats.inc(Counter::RxUpcalls);
+    }
     qp.stats.add(Counter::RxFpdus, act.fpdus);
     qp.stats.add(Counter::RxPayload, act.payload);
     let mut wake = act.wake_tx;
@@ -648,8 +672,10 @@ impl SockEvents for Qp {
             return;
         }
         let qp: &Qp = &this;
-        qp.stats.inc(Counter::RxUpcalls);
-        let mut act = Actions::default();
+        let mut act = Actions {
+            upcall: true,
+            ..Actions::default()
+        };
         let _ = rx.pull(&mut |b| {
             feed(qp, b, &mut act);
             Ok(())

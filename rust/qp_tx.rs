@@ -24,7 +24,13 @@
 //! (invalidate, fast registration) complete at once.
 
 use core::sync::atomic::Ordering;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{
+        lock::{mutex::MutexBackend, Guard},
+        Arc,
+    },
+};
 
 use crate::device::limits;
 use crate::kif::{
@@ -607,6 +613,7 @@ pub fn flush_orq(qp: &Qp) {
 
 /// Completes the Send or Write in transmission (if nobody did yet) with a
 /// flush error.
+#[cold]
 fn flush_active_wr(qp: &Qp) {
     let wr = qp.inner.lock().active.take();
     if let Some(wr) = wr {
@@ -628,6 +635,7 @@ fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
 /// `offending` is the DDP/RDMAP header of the segment in error,
 /// `ddp_seg_len` its ULPDU_Length. Returns `false` if one was queued
 /// already or the QP is not connected.
+#[inline(never)]
 pub fn queue_terminate(
     qp: &Qp,
     err: ProtocolError,
@@ -672,13 +680,21 @@ enum Next {
 
 /// The transmit work: sends what the QP has to send.
 pub fn run(qp: &Arc<Qp>) {
+    run_answer(qp, false)
+}
+
+/// [`run`] from a doorbell; `answer`: something was received since the
+/// last one, so the application is answering, not streaming, and whether
+/// the socket has unacknowledged data (what decides the next doorbell's
+/// hand-off, see `Qp::post_send`) is not asked for the first message.
+pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
     // The close of the connection is taken up under the transmit lock: a
     // message whose last octet already went to TCP is completed first.
     // Otherwise a peer that receives a Send and disconnects at once could
     // make the close flush the work request while its transmission is
     // still finishing (it then completed as WR_FLUSH_ERR though delivered).
     let mut tx = qp.tx.lock();
-    if qp.llp_closed.swap(false, Ordering::AcqRel) {
+    if qp.llp_closed.load(Ordering::Relaxed) && qp.llp_closed.swap(false, Ordering::AcqRel) {
         // The close drops the connection, which runs this function again.
         drop(tx);
         crate::qp_rx::llp_closed(qp);
@@ -728,7 +744,9 @@ pub fn run(qp: &Arc<Qp>) {
         let queued = state == QpState::Rts
             && tx.job.as_ref().is_some_and(|j| j.kind == Kind::Wr)
             && tx.sq_next.is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0);
-        if tx.sent == 0 {
+        if tx.sent == 0 && core::mem::take(&mut answer) {
+            qp.tx_streaming.store(false, Ordering::Relaxed);
+        } else if tx.sent == 0 {
             if let Some(c) = &tx.conn {
                 // Only small messages stream to a worker: a large one keeps
                 // the sender's own CPU busy in its system call, where the
@@ -761,15 +779,7 @@ pub fn run(qp: &Arc<Qp>) {
                 return;
             }
             Err(e) => {
-                if let Some(job) = tx.job.take() {
-                    if job.kind == Kind::Wr {
-                        complete_active_wr(qp, 0, wc::GENERAL_ERR);
-                    }
-                }
-                pr_warn!("rsiw: QP {}: send failed: {:?}\n", qp.id(), e);
-                drop(tx);
-                qp.set_error();
-                qp.drop_conn();
+                send_failed(qp, tx, e);
                 return;
             }
         }
@@ -780,6 +790,21 @@ pub fn run(qp: &Arc<Qp>) {
             return;
         }
     }
+}
+
+/// TCP refused the message (not for want of room): it fails, the QP goes
+/// to error and the connection is closed.
+#[cold]
+fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, e: Error) {
+    if let Some(job) = tx.job.take() {
+        if job.kind == Kind::Wr {
+            complete_active_wr(qp, 0, wc::GENERAL_ERR);
+        }
+    }
+    pr_warn!("rsiw: QP {}: send failed: {:?}\n", qp.id(), e);
+    drop(tx);
+    qp.set_error();
+    qp.drop_conn();
 }
 
 /// Pushes what TCP holds back after a message sent with `MSG_MORE` (the
@@ -793,6 +818,7 @@ fn uncork(tx: &mut TxState) {
 }
 
 /// Whether a TERMINATE is queued or being sent.
+#[inline(never)]
 fn term_pending(qp: &Qp, tx: &TxState) -> bool {
     tx.job.as_ref().is_some_and(|j| j.kind == Kind::Term) || qp.irq.lock().term.is_some()
 }
@@ -848,6 +874,7 @@ fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
 
 /// A local error on the work request in slot `idx`: complete it with
 /// `status`, report a fatal event and terminate the connection.
+#[cold]
 fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
     pr_warn!(
         "rsiw: QP {}: work request (opcode {}, {} SGEs) failed: status {}\n",
@@ -977,6 +1004,7 @@ fn empty_sqe() -> Sqe {
 }
 
 /// Answers an inbound Read Request: checks the source memory.
+#[inline(never)]
 fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
     let rr = e.rr;
     // Like siw, the QP's access flags are not enforced here: rdma_cm
@@ -1145,6 +1173,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
 
 /// Fast registration: `raddr` is the STag index of the MR, `rkey` the new
 /// STag, `access` the rights.
+#[inline(never)]
 fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
     if !qp.kernel {
         return false;
@@ -1177,6 +1206,7 @@ fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
 }
 
 /// An RDMA Read: ORD check, sink check, into the ORQ, slot back.
+#[inline(never)]
 fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
     if sqe.num_sge > 1 || (sqe.opcode == op::READ_LOCAL_INV && !qp.kernel) {
         local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
@@ -1418,6 +1448,24 @@ fn send_single(
     Ok(Some((n, total)))
 }
 
+/// The largest payload of one FPDU of a segment with a header of `hdr_len`
+/// octets on `conn`.
+fn max_payload(conn: &Conn, mode: MpaMode, hdr_len: usize) -> u32 {
+    let max = if conn.large_fpdu {
+        LARGE_FPDU_PAYLOAD
+    } else {
+        conn.mulpdu
+            .min(crate::wire::mpa::MAX_ULPDU_LEN)
+            .saturating_sub(hdr_len as u32)
+            .max(1)
+    };
+    if mode.markers {
+        max.min(MARKER_FPDU_PAYLOAD)
+    } else {
+        max
+    }
+}
+
 /// Builds the current batch of the job (from its committed position),
 /// sends what TCP has not taken yet, and commits when all of it went out.
 /// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
@@ -1428,7 +1476,6 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
         job: job_slot,
         sent,
         mode,
-        scratch,
         corked,
         conn,
         ..
@@ -1445,17 +1492,7 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
     } else {
         job.hdr.len()
     };
-    let mut max_payload = if conn.large_fpdu {
-        LARGE_FPDU_PAYLOAD
-    } else {
-        conn.mulpdu
-            .min(crate::wire::mpa::MAX_ULPDU_LEN)
-            .saturating_sub(hdr_len as u32)
-            .max(1)
-    };
-    if mode.markers {
-        max_payload = max_payload.min(MARKER_FPDU_PAYLOAD);
-    }
+    let max_payload = max_payload(conn, mode, hdr_len);
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
     if !mode.markers && *sent == 0 && job.term.is_none() {
@@ -1481,6 +1518,36 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
             }
         }
     }
+    send_planned(tx, stats, queued)
+}
+
+/// The general way of [`send_batch`]: the planner, for messages of several
+/// FPDUs, markers, TERMINATEs and resumed partial sends.
+#[inline(never)]
+fn send_planned(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
+    let TxState {
+        off,
+        job: job_slot,
+        sent,
+        mode,
+        scratch,
+        corked,
+        conn,
+        ..
+    } = tx;
+    let Some(conn) = conn.as_deref() else {
+        return Err(crate::kif::enotconn());
+    };
+    let Some(job) = job_slot.as_ref() else {
+        return Ok(true);
+    };
+    let mode = *mode;
+    let hdr_len = if let Some(t) = &job.term {
+        usize::from(t.len)
+    } else {
+        job.hdr.len()
+    };
+    let max_payload = max_payload(conn, mode, hdr_len);
     let budget = if conn.large_fpdu {
         LARGE_BATCH_BUDGET
     } else {

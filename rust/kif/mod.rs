@@ -87,9 +87,11 @@ mod glue {
             info: *mut kernel::ffi::c_void,
         ) -> *mut bindings::net_device;
         pub(crate) fn rsiw_ib_mark_name_assigned_by_user(ibdev: *mut bindings::ib_device);
+        #[cfg(CONFIG_PREEMPT_RT)]
         pub(crate) fn rsiw_spin_lock_irqsave(
             lock: *mut bindings::spinlock_t,
         ) -> kernel::ffi::c_ulong;
+        #[cfg(CONFIG_PREEMPT_RT)]
         pub(crate) fn rsiw_spin_unlock_irqrestore(
             lock: *mut bindings::spinlock_t,
             flags: kernel::ffi::c_ulong,

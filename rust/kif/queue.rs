@@ -175,7 +175,10 @@ impl Element for Sqe {
         };
         let mut inline = [0u8; MAX_INLINE];
         let mut o = 0;
-        for s in &sges[1..] {
+        // The inline octets only where they are used (the SQE of every
+        // message is read here).
+        let is_inline = r.flags & bindings::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0;
+        for s in sges[1..].iter().filter(|_| is_inline) {
             for b in [
                 s.laddr.to_ne_bytes().as_slice(),
                 &s.length.to_ne_bytes(),

@@ -90,6 +90,8 @@ void rsiw_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 }
 
+#ifdef CONFIG_PREEMPT_RT
+/* Without PREEMPT_RT, Rust calls _raw_spin_lock_irqsave() directly. */
 unsigned long rsiw_spin_lock_irqsave(spinlock_t *lock)
 {
 	unsigned long flags;
@@ -102,6 +104,7 @@ void rsiw_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 {
 	spin_unlock_irqrestore(lock, flags);
 }
+#endif
 
 struct ib_udata *rsiw_bundle_udata(struct uverbs_attr_bundle *attrs)
 {
@@ -490,14 +493,25 @@ struct sock *rsiw_sock_sk(struct socket *s)
 	return s->sk;
 }
 
+/*
+ * kernel_sendmsg() on a TCP socket, without the generic socket layers in
+ * between (tcp_sendmsg() is the same lock around the same call); siw's page
+ * sends do the same.  Every message takes this path.
+ */
 int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
 		   bool more)
 {
 	struct msghdr msg = {
 		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
 	};
+	struct sock *sk = s->sk;
+	int r;
 
-	return kernel_sendmsg(s, &msg, vec, n, len);
+	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, vec, n, len);
+	lock_sock(sk);
+	r = tcp_sendmsg_locked(sk, &msg, len);
+	release_sock(sk);
+	return r;
 }
 
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len)

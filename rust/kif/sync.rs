@@ -45,11 +45,32 @@ unsafe impl Backend for SpinLockIrqBackend {
         unsafe { bindings::__spin_lock_init(ptr, name, key) }
     }
 
+    #[cfg(not(CONFIG_PREEMPT_RT))]
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // What `spin_lock_irqsave()` expands to, without a call through the
+        // glue: this lock is on the path of every message.
+        // SAFETY: the caller guarantees `ptr` is an initialised lock; without
+        // PREEMPT_RT a `spinlock_t` is a union whose member at offset 0 is
+        // its `raw_spinlock_t` (`rlock`).
+        unsafe { bindings::_raw_spin_lock_irqsave(ptr.cast::<bindings::raw_spinlock_t>()) }
+    }
+
+    #[cfg(not(CONFIG_PREEMPT_RT))]
+    unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
+        // SAFETY: the caller owns the lock; `flags` come from `lock`; the
+        // cast is the one in `lock`.
+        unsafe {
+            bindings::_raw_spin_unlock_irqrestore(ptr.cast::<bindings::raw_spinlock_t>(), *flags)
+        }
+    }
+
+    #[cfg(CONFIG_PREEMPT_RT)]
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
         // SAFETY: the caller guarantees `ptr` is an initialised lock.
         unsafe { super::glue::rsiw_spin_lock_irqsave(ptr) }
     }
 
+    #[cfg(CONFIG_PREEMPT_RT)]
     unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
         // SAFETY: the caller owns the lock; `flags` come from `lock`.
         unsafe { super::glue::rsiw_spin_unlock_irqrestore(ptr, *flags) }
