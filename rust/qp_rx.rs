@@ -209,7 +209,8 @@ impl Sink<'_> {
                 return Err(DdpError::UntaggedInvalidMo.into());
             }
             let rqe = self.take_rqe().ok_or(DdpError::UntaggedMsnNoBuffer)?;
-            let mut m = RecvMsg {
+            // Built where it stays until the message completes.
+            let m = self.c.send.insert(RecvMsg {
                 rqe,
                 mems: [NO_MEM; MAX_SGE],
                 n: 0,
@@ -218,7 +219,7 @@ impl Sink<'_> {
                 inval: u.ulp,
                 opcode: hdr.opcode,
                 status: wc::SUCCESS,
-            };
+            });
             let max = (self.qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
             let n = usize::from(rqe.num_sge);
             let mut bad = n > max;
@@ -251,10 +252,8 @@ impl Sink<'_> {
             }
             if bad {
                 m.status = wc::LOC_PROT_ERR;
-                self.c.send = Some(m);
                 return Err(DdpError::LocalCatastrophic.into());
             }
-            self.c.send = Some(m);
         }
         let m = self.c.send.as_mut().ok_or(DdpError::LocalCatastrophic)?;
         if u.mo != m.processed {
@@ -332,10 +331,12 @@ impl Sink<'_> {
 
     /// Completes the Send in progress.
     fn finish_send(&mut self) -> Result<(), ProtocolError> {
-        let Some(mut m) = self.c.send.take() else {
+        // Completed in place; the slot is emptied at the end.
+        let c = &mut *self.c;
+        let Some(m) = c.send.as_mut() else {
             return Ok(());
         };
-        let q = &mut self.c.msn[QN_SEND as usize];
+        let q = &mut c.msn[QN_SEND as usize];
         *q = q.wrapping_add(1);
         if matches!(m.opcode, Opcode::SendSe | Opcode::SendSeInvalidate) {
             m.rqe.flags |= wqe::SOLICITED;
@@ -357,7 +358,7 @@ impl Sink<'_> {
         } else {
             wc::SUCCESS
         };
-        match err {
+        let r = match err {
             Some(e) => {
                 // Completed after the TERMINATE is queued (see `after`).
                 self.act.failed = Some((m.rqe, m.processed, status));
@@ -367,7 +368,9 @@ impl Sink<'_> {
                 let _ = self.qp.complete_rqe(&m.rqe, m.processed, inval, status);
                 Ok(())
             }
-        }
+        };
+        c.send = None;
+        r
     }
 
     /// Completes the ORQ head (its Read Response is complete).
