@@ -12,13 +12,15 @@
 #   make fmt      rustfmt the whole tree
 #   make bench    rsiw vs upstream siw perftest matrix in one guest (~25-40 min),
 #                 results/bench-<date>/ (BENCH_REPS, BENCH_DRIVERS, ... : see tests/bench/bench.sh)
+#   make latency-split  where a one-way ping-pong message's time goes, rsiw vs siw
+#                 (kprobe timestamps, one guest, ~3 min; see tests/bench/latency-split.sh)
 
 SHELL := /bin/bash
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench fuzz miri
+.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench latency-split fuzz miri
 
 all: module
 
@@ -70,6 +72,12 @@ clean:
 	@kdir=$$($(KDIR_CMD) 2>/dev/null) && \
 	$(MAKE) -C "$$kdir" M=$(ROOT) clean || true
 	@rm -rf $(ROOT)/target
+
+# Where the time of a one-way message goes, rsiw against siw in one boot
+# (kprobe timestamps; SPLIT_* variables: see tests/bench/latency-split.sh).
+latency-split: module
+	@vars=$$(for v in $${!SPLIT_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
+	$(ROOT)/qemu-images/run -t 3600 "$$vars $(ROOT)/tests/bench/latency-split.sh"
 
 # One guest boot runs the whole matrix (tests/bench/bench.sh); only if a
 # driver oopses the guest does it boot again and resume without that driver.
