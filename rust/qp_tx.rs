@@ -1518,13 +1518,20 @@ fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
             }
         }
     }
-    send_planned(tx, stats, queued)
+    send_planned(tx, stats, queued, hdr_len, max_payload)
 }
 
 /// The general way of [`send_batch`]: the planner, for messages of several
-/// FPDUs, markers, TERMINATEs and resumed partial sends.
+/// FPDUs, markers, TERMINATEs and resumed partial sends. `hdr_len` and
+/// `max_payload` are the job's, as `send_batch` found them.
 #[inline(never)]
-fn send_planned(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
+fn send_planned(
+    tx: &mut TxState,
+    stats: &Stats,
+    queued: bool,
+    hdr_len: usize,
+    max_payload: u32,
+) -> Result<bool> {
     let TxState {
         off,
         job: job_slot,
@@ -1535,19 +1542,10 @@ fn send_planned(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
         conn,
         ..
     } = tx;
-    let Some(conn) = conn.as_deref() else {
-        return Err(crate::kif::enotconn());
-    };
-    let Some(job) = job_slot.as_ref() else {
-        return Ok(true);
+    let (Some(conn), Some(job)) = (conn.as_deref(), job_slot.as_ref()) else {
+        return Err(EINVAL);
     };
     let mode = *mode;
-    let hdr_len = if let Some(t) = &job.term {
-        usize::from(t.len)
-    } else {
-        job.hdr.len()
-    };
-    let max_payload = max_payload(conn, mode, hdr_len);
     let budget = if conn.large_fpdu {
         LARGE_BATCH_BUDGET
     } else {
