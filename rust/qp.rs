@@ -637,8 +637,9 @@ impl Qp {
                     // posting. A ping-pong (something arrived in between)
                     // sends in the system call: a wake-up costs latency.
                     // (A plain store clears the flag: a receive that sets
-                    // it again in between only makes the next doorbell
-                    // send in place.)
+                    // it again in between is lost, and the next doorbell
+                    // may then hand off to the worker, which only costs
+                    // that message a wake-up.)
                     let rx = self.rx_seen.load(Ordering::Relaxed);
                     if rx {
                         self.rx_seen.store(false, Ordering::Relaxed);
