@@ -599,16 +599,8 @@ impl Qp {
         loop {
             // The consumer index is the receive side's (see
             // `qp_rx::RxState`).
-            let rqe = {
-                let mut g = self.rx.lock();
-                let i = g.rq_get;
-                if rq.flags(i) & WQE_VALID == 0 {
-                    break;
-                }
-                let rqe = rq.read(i);
-                rq.set_flags(i, 0);
-                g.rq_get = i.wrapping_add(1);
-                rqe
+            let Some(rqe) = rq.take(&mut self.rx.lock().rq_get) else {
+                break;
             };
             if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
                 break;

@@ -21,7 +21,7 @@ use kernel::{
 use crate::kif::{
     crc::KernelCrc32c,
     handle::QpEvent,
-    queue::{Rqe, MAX_SGE, WQE_VALID},
+    queue::{Rqe, MAX_SGE},
     sock::{SockEvents, SockRx, TcpState},
 };
 use crate::mem::{access, Mem};
@@ -186,17 +186,7 @@ impl Sink<'_> {
         if let Some(srq) = &self.qp.srq {
             return srq.take();
         }
-        let rq = self.qp.rq.as_ref()?;
-        let i = *self.rq_get;
-        let flags = rq.flags(i);
-        if flags & WQE_VALID == 0 {
-            return None;
-        }
-        let mut rqe = rq.read(i);
-        rqe.flags = flags;
-        rq.set_flags(i, 0);
-        *self.rq_get = i.wrapping_add(1);
-        Some(rqe)
+        self.qp.rq.as_ref()?.take(self.rq_get)
     }
 
     fn send_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {

@@ -744,16 +744,15 @@ pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
         let queued = state == QpState::Rts
             && tx.job.as_ref().is_some_and(|j| j.kind == Kind::Wr)
             && tx.sq_next.is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0);
-        if tx.sent == 0 && core::mem::take(&mut answer) {
-            qp.tx_streaming.store(false, Ordering::Relaxed);
-        } else if tx.sent == 0 {
+        if tx.sent == 0 {
             if let Some(c) = &tx.conn {
                 // Only small messages stream to a worker: a large one keeps
                 // the sender's own CPU busy in its system call, where the
-                // other CPU may be busy too (a peer polling its CQ).
+                // other CPU may be busy too (a peer polling its CQ). An
+                // answer does not stream.
                 let small = tx.job.as_ref().is_some_and(|j| j.total < HANDOFF_MAX);
-                qp.tx_streaming
-                    .store(small && c.sock.has_unacked(), Ordering::Relaxed);
+                let streaming = !core::mem::take(&mut answer) && small && c.sock.has_unacked();
+                qp.tx_streaming.store(streaming, Ordering::Relaxed);
             }
         }
         match send_batch(&mut tx, &qp.stats, queued) {

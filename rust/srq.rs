@@ -151,13 +151,7 @@ impl Srq {
     pub fn take(&self) -> Option<Rqe> {
         let (rqe, event) = {
             let mut st = self.st.lock();
-            let i = st.get;
-            if self.ring.flags(i) & WQE_VALID == 0 {
-                return None;
-            }
-            let rqe = self.ring.read(i);
-            self.ring.set_flags(i, 0);
-            st.get = st.get.wrapping_add(1);
+            let rqe = self.ring.take(&mut st.get)?;
             let mut event = false;
             if st.armed {
                 // Count the valid elements left (user space posts without

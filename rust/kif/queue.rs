@@ -177,8 +177,12 @@ impl Element for Sqe {
         let mut o = 0;
         // The inline octets only where they are used (the SQE of every
         // message is read here).
-        let is_inline = r.flags & bindings::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0;
-        for s in sges[1..].iter().filter(|_| is_inline) {
+        let sges_inline = if r.flags & bindings::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0 {
+            &sges[1..]
+        } else {
+            &[]
+        };
+        for s in sges_inline {
             for b in [
                 s.laddr.to_ne_bytes().as_slice(),
                 &s.length.to_ne_bytes(),
@@ -394,6 +398,24 @@ impl Ring<Sqe> {
     /// for a doorbell that never comes.
     pub fn give_back(&self, i: u32) {
         self.flags_ref(i).swap(0, Ordering::SeqCst);
+    }
+}
+
+impl Ring<Rqe> {
+    /// Takes the receive queue element at `*get` if the producer posted
+    /// one: reads it, gives the slot back and advances `*get` (the
+    /// consumer index, kept under the caller's lock).
+    pub fn take(&self, get: &mut u32) -> Option<Rqe> {
+        let i = *get;
+        let flags = self.flags(i);
+        if flags & WQE_VALID == 0 {
+            return None;
+        }
+        let mut rqe = self.read(i);
+        rqe.flags = flags;
+        self.set_flags(i, 0);
+        *get = i.wrapping_add(1);
+        Some(rqe)
     }
 }
 
