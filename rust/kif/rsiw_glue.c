@@ -257,6 +257,13 @@ u64 rsiw_counters_sum(u64 __percpu *c, unsigned int i)
  * Socket upcalls.  sk_user_data points to a hook that remembers the
  * original callbacks and the Rust context; it is read under
  * sk_callback_lock, which rsiw_sk_detach() takes for writing.
+ *
+ * The pointer is tagged SK_USER_DATA_NOCOPY: a connection that completes
+ * on a listener is a clone of it and would otherwise inherit a pointer to
+ * the listener's hook, which it may outlive (accepted after the listener
+ * was detached, it kept that pointer and got upcalls through it as it was
+ * closed).  Such a child has our upcalls but no hook; they do nothing
+ * until rsiw_sk_accept_fixup() gives it the original upcalls back.
  */
 struct rsiw_sk_hook {
 	void (*data_ready)(struct sock *sk);
@@ -267,12 +274,18 @@ struct rsiw_sk_hook {
 	void *ctx;
 };
 
+/* The hook of @sk, if any.  Caller holds sk_callback_lock. */
+static struct rsiw_sk_hook *rsiw_sk_hook(const struct sock *sk)
+{
+	return __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+}
+
 static void rsiw_sk_upcall(struct sock *sk, int event)
 {
 	struct rsiw_sk_hook *h;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	h = sk->sk_user_data;
+	h = rsiw_sk_hook(sk);
 	if (h)
 		h->cb(h->ctx, sk, event, sk->sk_state);
 	read_unlock_bh(&sk->sk_callback_lock);
@@ -299,7 +312,7 @@ static void rsiw_sk_write_space(struct sock *sk)
 	struct rsiw_sk_hook *h;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	h = sk->sk_user_data;
+	h = rsiw_sk_hook(sk);
 	if (h) {
 		h->write_space(sk);
 		if (sk->sk_socket &&
@@ -329,7 +342,7 @@ int rsiw_sk_attach(struct socket *s, void *ctx, rsiw_sk_cb cb,
 	h->data_ready = sk->sk_data_ready;
 	h->state_change = sk->sk_state_change;
 	h->write_space = sk->sk_write_space;
-	sk->sk_user_data = h;
+	__rcu_assign_sk_user_data_with_flags(sk, h, SK_USER_DATA_NOCOPY);
 	sk->sk_data_ready = rsiw_sk_data_ready;
 	sk->sk_state_change = rsiw_sk_state_change;
 	sk->sk_write_space = rsiw_sk_write_space;
@@ -344,12 +357,12 @@ void rsiw_sk_detach(struct socket *s)
 	struct rsiw_sk_hook *h;
 
 	write_lock_bh(&sk->sk_callback_lock);
-	h = sk->sk_user_data;
+	h = rsiw_sk_hook(sk);
 	if (h) {
 		sk->sk_data_ready = h->data_ready;
 		sk->sk_state_change = h->state_change;
 		sk->sk_write_space = h->write_space;
-		sk->sk_user_data = NULL;
+		rcu_assign_sk_user_data(sk, NULL);
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
 	if (h) {
@@ -360,10 +373,9 @@ void rsiw_sk_detach(struct socket *s)
 
 /*
  * An accepted socket is a clone of its listener: it inherits the listener's
- * hook and upcalls.  Give it the original upcalls back and no hook, so that
- * it can get its own.  The two callback locks are taken one after the
- * other (never nested: they are of one lock class); the child's hook is
- * only compared with the listener's, not followed.
+ * upcalls (but not its hook, see above).  Give it the original upcalls
+ * back, so that it can get a hook of its own.  The two callback locks are
+ * taken one after the other (never nested: they are of one lock class).
  */
 void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 {
@@ -374,7 +386,7 @@ void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 	struct rsiw_sk_hook *h;
 
 	read_lock_bh(&listener->sk->sk_callback_lock);
-	h = listener->sk->sk_user_data;
+	h = rsiw_sk_hook(listener->sk);
 	if (h) {
 		data_ready = h->data_ready;
 		state_change = h->state_change;
@@ -384,11 +396,10 @@ void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 	if (!h)
 		return;
 	write_lock_bh(&sk->sk_callback_lock);
-	if (sk->sk_user_data == h) {
+	if (!sk->sk_user_data && sk->sk_data_ready == rsiw_sk_data_ready) {
 		sk->sk_data_ready = data_ready;
 		sk->sk_state_change = state_change;
 		sk->sk_write_space = write_space;
-		sk->sk_user_data = NULL;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
 }

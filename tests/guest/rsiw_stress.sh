@@ -5,8 +5,9 @@
 # (librdmacm + libibverbs; Sends, RDMA Writes and RDMA Reads of
 # per-connection patterns, sequence numbers and round counts both ways):
 # 256 QPs at once, 1000 connect/disconnect cycles, kill -9 of applications
-# mid-transfer, rmmod and `rdma link delete` under traffic, net device
-# down/up under traffic, and a soak of mixed operations.  Every test ends
+# mid-transfer, listeners killed amid connection floods, rmmod and `rdma
+# link delete` under traffic, net device down/up under traffic, and a soak
+# of mixed operations.  Every test ends
 # with its data verified, `rdma res show` back to zero for the rsiw devices
 # and a clean kernel log; the last one compares slab and free memory with
 # the start.
@@ -43,7 +44,7 @@ PORT=7300
 if ! gcc -O2 -Wall -o "$BIN" "$RSIW_TESTDIR/rsiw_stress.c" -lrdmacm -libverbs -lpthread; then
 	ktap_exit_fail_msg "cannot build rsiw_stress.c"
 fi
-[ "${1:-}" = --lib ] || ktap_set_plan 12
+[ "${1:-}" = --lib ] || ktap_set_plan 13
 
 info() { echo "$*" >>"$INFO"; }
 
@@ -318,6 +319,33 @@ kill_rping() {
 	res_settle
 }
 
+# A listener closed while connections wait in its accept queue or are
+# being accepted.  Those connections are clones of the listening socket and
+# used to inherit its hook pointer; one accepted after the listener was
+# detached kept it and was closed through it, after it was freed (KASAN
+# caught that use-after-free once, in kill_both on the debug kernel; this
+# test, 20 rounds on the debug kernel, did not hit the window before the
+# fix: it is a regression scenario, not a reproducer).  Each round floods
+# the listener with plain TCP connections (a byte each, no MPA request)
+# and kills its server mid-flood.
+listen_close() {
+	local i j n=${STRESS_LISTEN_ROUNDS:-10} pids
+	for i in $(seq 1 "$n"); do
+		serve "$WORK/s.log" -c 4 -t 60 || return 1
+		pids=
+		for j in 1 2 3 4 5 6; do
+			ip netns exec "$NS_A" bash -c "for k in \$(seq 1 20); do
+				echo x >/dev/tcp/$IP_B/$PORT; done" >/dev/null 2>&1 &
+			pids="$pids $!"
+		done
+		sleep "0.$((i % 5))"
+		kill -9 $SRV
+		wait $SRV $pids 2>/dev/null
+	done
+	info "$n listeners killed amid connection floods"
+	res_settle
+}
+
 # rmmod under traffic: refused (EBUSY) and the traffic goes on unharmed, or
 # done cleanly; after the traffic, rmmod succeeds.
 rmmod_busy() {
@@ -490,6 +518,7 @@ stest "kill -9 of the rsiw_stress client mid-transfer: server releases, no data 
 stest "kill -9 of both rsiw_stress ends mid-transfer: all released" kill_both
 stest "kill -9 of both ib_write_bw ends mid-transfer: all released" kill_perftest
 stest "kill -9 of rping -V client, then server: all released" kill_rping
+stest "listener killed with connections in its accept queue" listen_close
 stest "rmmod under traffic: EBUSY, traffic unharmed; rmmod after it" rmmod_busy
 stest "rdma link delete under traffic (server side, then client side)" link_delete
 stest "net device down under traffic: applications exit; up: new verified run" netdev_down_up
