@@ -45,7 +45,7 @@ int rsiw_sock_rx(void *ctx, const u8 *data, size_t len);
 int rsiw_sk_attach(struct socket *s, void *ctx, rsiw_sk_cb cb,
 		   void (*release)(void *ctx));
 void rsiw_sk_detach(struct socket *s);
-void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child);
+int rsiw_sk_accept_fixup(struct socket *listener, struct socket *child);
 int rsiw_sk_read(struct sock *sk, void *ctx);
 int rsiw_sk_read_locked(struct socket *s, void *ctx);
 int rsiw_sk_state(struct socket *s);

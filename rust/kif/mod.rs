@@ -133,7 +133,10 @@ mod glue {
             release: unsafe extern "C" fn(*mut kernel::ffi::c_void),
         ) -> i32;
         pub(crate) fn rsiw_sk_detach(s: *mut bindings::socket);
-        pub(crate) fn rsiw_sk_accept_fixup(l: *mut bindings::socket, c: *mut bindings::socket);
+        pub(crate) fn rsiw_sk_accept_fixup(
+            l: *mut bindings::socket,
+            c: *mut bindings::socket,
+        ) -> i32;
         pub(crate) fn rsiw_sk_read(sk: *mut bindings::sock, ctx: *mut kernel::ffi::c_void) -> i32;
         pub(crate) fn rsiw_sk_read_locked(
             s: *mut bindings::socket,

@@ -376,8 +376,10 @@ void rsiw_sk_detach(struct socket *s)
  * upcalls (but not its hook, see above).  Give it the original upcalls
  * back, so that it can get a hook of its own.  The two callback locks are
  * taken one after the other (never nested: they are of one lock class).
+ * Fails with -ENOTCONN once the listener is detached (being closed): the
+ * originals are gone with its hook, and the caller drops the child.
  */
-void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
+int rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 {
 	void (*data_ready)(struct sock *sk) = NULL;
 	void (*state_change)(struct sock *sk) = NULL;
@@ -394,7 +396,7 @@ void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 	}
 	read_unlock_bh(&listener->sk->sk_callback_lock);
 	if (!h)
-		return;
+		return -ENOTCONN;
 	write_lock_bh(&sk->sk_callback_lock);
 	if (!sk->sk_user_data && sk->sk_data_ready == rsiw_sk_data_ready) {
 		sk->sk_data_ready = data_ready;
@@ -402,6 +404,7 @@ void rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 		sk->sk_write_space = write_space;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
+	return 0;
 }
 
 struct rsiw_rx_desc {

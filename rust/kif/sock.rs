@@ -279,10 +279,15 @@ impl Socket {
         let Some(ptr) = NonNull::new(p) else {
             return Ok(None);
         };
+        let child = Socket { ptr };
         // SAFETY: both sockets are live; the child is not yet visible to
         // anyone else.
-        unsafe { glue::rsiw_sk_accept_fixup(self.ptr.as_ptr(), ptr.as_ptr()) };
-        Ok(Some(Socket { ptr }))
+        if unsafe { glue::rsiw_sk_accept_fixup(self.ptr.as_ptr(), child.ptr.as_ptr()) } != 0 {
+            // The listener is being closed: the child goes (released by
+            // the drop) and so does the rest of its accept queue.
+            return Ok(None);
+        }
+        Ok(Some(child))
     }
 
     /// Connects (blocking).
