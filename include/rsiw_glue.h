@@ -32,8 +32,7 @@ void rsiw_drop_after_gp(struct workqueue_struct *wq, void *obj,
 void rsiw_drain_drops(struct workqueue_struct *wq);
 unsigned long rsiw_xa_lock(struct xarray *xa);
 void rsiw_xa_unlock(struct xarray *xa, unsigned long flags);
-size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max);
-void *rsiw_page_address(struct page *page);
+size_t rsiw_umem_page_addrs(struct ib_umem *umem, void **addrs, size_t max);
 u64 __percpu *rsiw_counters_alloc(unsigned int n);
 void rsiw_counters_free(u64 __percpu *c);
 void rsiw_counters_add(u64 __percpu *c, unsigned int i, u64 v);

@@ -7,14 +7,14 @@ use kernel::{bindings, page::PAGE_SIZE, prelude::*};
 
 use super::glue;
 
-/// A page of pinned memory.
+/// The kernel (direct map) address of a page of pinned memory.
 #[derive(Clone, Copy)]
-struct PagePtr(NonNull<bindings::page>);
+struct PageAddr(NonNull<u8>);
 
 // SAFETY: pinned pages may be accessed from any context.
-unsafe impl Send for PagePtr {}
+unsafe impl Send for PageAddr {}
 // SAFETY: as above.
-unsafe impl Sync for PagePtr {}
+unsafe impl Sync for PageAddr {}
 
 /// User memory pinned for the life of a memory region.
 pub struct Umem {
@@ -24,7 +24,9 @@ pub struct Umem {
     /// Offset of the first octet within the first page.
     first_off: usize,
     len: usize,
-    pages: KVVec<PagePtr>,
+    /// The pages' kernel addresses, taken at pinning time (the data path
+    /// makes no call per page).
+    pages: KVVec<PageAddr>,
 }
 
 // SAFETY: the umem is only released in `drop`; pages are pinned.
@@ -58,15 +60,17 @@ impl Pinner {
         };
         this.pages.reserve(npages, GFP_KERNEL)?;
         let spare = this.pages.spare_capacity_mut();
-        // SAFETY: `spare` has room for `npages` page pointers (a
-        // `MaybeUninit<PagePtr>` has the layout of a page pointer); the umem
-        // is pinned.
-        let n = unsafe { glue::rsiw_umem_pages(umem.as_ptr(), spare.as_mut_ptr().cast(), npages) };
+        // SAFETY: `spare` has room for `npages` addresses (a
+        // `MaybeUninit<PageAddr>` has the layout of a pointer); the umem is
+        // pinned, and its pages stay in the direct map (64-bit, no highmem:
+        // the glue refuses to build otherwise) until it is released.
+        let n =
+            unsafe { glue::rsiw_umem_page_addrs(umem.as_ptr(), spare.as_mut_ptr().cast(), npages) };
         if n != npages {
             return Err(EFAULT);
         }
-        // SAFETY: the first `n` elements were written above with non-null
-        // page pointers from the umem's scatter table.
+        // SAFETY: the first `n` elements were written above with the
+        // (non-null) direct map addresses of the umem's pages.
         unsafe { this.pages.set_len(n) };
         Ok(this)
     }
@@ -114,12 +118,9 @@ impl Umem {
             let page = self.pages.get(pg).ok_or(EFAULT)?;
             // Concurrent access by the pinning process is the nature of RDMA
             // memory: the slice is only used for copies.
-            // SAFETY: the page is pinned for `self`'s life and in the direct
-            // map (64-bit, no highmem); `[in_pg, in_pg + n)` lies inside it.
-            let s = unsafe {
-                let a = glue::rsiw_page_address(page.0.as_ptr()).cast::<u8>();
-                core::slice::from_raw_parts_mut(a.add(in_pg), n)
-            };
+            // SAFETY: the page is pinned for `self`'s life and `page` is its
+            // direct map address; `[in_pg, in_pg + n)` lies inside it.
+            let s = unsafe { core::slice::from_raw_parts_mut(page.0.as_ptr().add(in_pg), n) };
             f(s, pos - off)?;
             pos += n;
         }
@@ -159,10 +160,7 @@ impl Umem {
         // buffer under a posted work request is its own fault.
         // SAFETY: as in `with_range`: pinned page, in the direct map, range
         // inside it.
-        let s = unsafe {
-            let a = glue::rsiw_page_address(page.0.as_ptr()).cast::<u8>();
-            core::slice::from_raw_parts(a.add(in_pg), n)
-        };
+        let s = unsafe { core::slice::from_raw_parts(page.0.as_ptr().add(in_pg), n) };
         Ok(s)
     }
 }

@@ -116,14 +116,14 @@ mod glue {
         ) -> *mut kernel::ffi::c_void;
         pub(crate) fn rsiw_xa_lock(xa: *mut bindings::xarray) -> usize;
         pub(crate) fn rsiw_xa_unlock(xa: *mut bindings::xarray, flags: usize);
-        pub(crate) fn rsiw_umem_pages(
+        pub(crate) fn rsiw_umem_page_addrs(
             umem: *mut bindings::ib_umem,
-            pages: *mut *mut bindings::page,
+            addrs: *mut *mut kernel::ffi::c_void,
             max: usize,
         ) -> usize;
-        pub(crate) fn rsiw_page_address(page: *mut bindings::page) -> *mut kernel::ffi::c_void;
         pub(crate) fn rsiw_counters_alloc(n: u32) -> *mut u64;
         pub(crate) fn rsiw_counters_free(c: *mut u64);
+        #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]
         pub(crate) fn rsiw_counters_add(c: *mut u64, i: u32, v: u64);
         pub(crate) fn rsiw_counters_sum(c: *mut u64, i: u32) -> u64;
         pub(crate) fn rsiw_sk_attach(

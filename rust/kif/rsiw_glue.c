@@ -209,7 +209,16 @@ void rsiw_xa_unlock(struct xarray *xa, unsigned long flags)
 	xa_unlock_irqrestore(xa, flags);
 }
 
-size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
+#ifdef CONFIG_HIGHMEM
+#error "rsiw maps pinned pages through the direct map: no highmem"
+#endif
+
+/*
+ * The kernel addresses of the pinned pages (the direct map: rsiw needs a
+ * 64-bit kernel without highmem), taken once at registration so that the
+ * data path needs no call per page.
+ */
+size_t rsiw_umem_page_addrs(struct ib_umem *umem, void **addrs, size_t max)
 {
 	struct sg_page_iter it;
 	size_t n = 0;
@@ -217,14 +226,9 @@ size_t rsiw_umem_pages(struct ib_umem *umem, struct page **pages, size_t max)
 	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
 		if (n == max)
 			break;
-		pages[n++] = sg_page_iter_page(&it);
+		addrs[n++] = page_address(sg_page_iter_page(&it));
 	}
 	return n;
-}
-
-void *rsiw_page_address(struct page *page)
-{
-	return page_address(page);
 }
 
 /* Per-CPU counters: n u64 slots per CPU. */
