@@ -223,12 +223,14 @@ impl Cep {
             Phase::Rdma
                 if st.pending_established.is_some() && self.rtr_seen.load(Ordering::Acquire) =>
             {
+                // Reported under the endpoint lock: a concurrent `close`
+                // must not report CLOSE before it (see `accept`).
                 if let (Some((addrs, ird, ord)), Some(id)) =
-                    (st.pending_established.take(), st.id.clone())
+                    (st.pending_established.take(), st.id.as_ref())
                 {
-                    drop(st);
-                    report_established(&id, addrs, ird, ord);
+                    report_established(id, addrs, ird, ord);
                 }
+                drop(st);
                 // Look at the socket state too.
                 self.kick();
             }
@@ -512,7 +514,16 @@ impl Cep {
         let (qp, id) = {
             let mut st = self.st.lock();
             st.phase = Phase::Closed;
-            (st.qp.take(), st.id.take())
+            let id = st.id.take();
+            // A peer-to-peer responder whose connection died before the
+            // initiator's RTR: the CM id still waits in CONN_RECV, where
+            // the CM takes no DISCONNECT or CLOSE (it BUG()s on a CLOSE).
+            // ESTABLISHED goes first, so the consumer sees the connection
+            // come up and go down.
+            if let (Some((addrs, ird, ord)), Some(id)) = (st.pending_established.take(), &id) {
+                report_established(id, addrs, ird, ord);
+            }
+            (st.qp.take(), id)
         };
         if let Some(qp) = &qp {
             // A closed connection is not a QP error event (a TERMINATE
@@ -681,10 +692,10 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     }
     let sock = st.sock.take().ok_or(EINVAL)?;
     send_rr(&sock, hdr, io, &p.pdata)?;
+    let addrs = (sock.local_addr()?, sock.peer_addr()?);
     st.qp = Some(qp.clone());
     st.id = Some(id.clone());
     st.listener = None;
-    let addrs = (sock.local_addr()?, sock.peer_addr()?);
     let (ird, ord) = (p.ird, p.ord);
     let rtr = if offered.is_some() {
         Rtr::Await
@@ -694,13 +705,23 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     if rtr == Rtr::Await {
         st.pending_established = Some((addrs, ird, ord));
     }
-    cep.enter_rts(&qp, sock, id.clone(), markers, large, crc, (ird, ord), rtr)?;
-    st.phase = Phase::Rdma;
-    if rtr == Rtr::Await {
-        return Ok(());
+    if let Err(e) = cep.enter_rts(&qp, sock, id.clone(), markers, large, crc, (ird, ord), rtr) {
+        // The CM puts its id back to IDLE when accept fails: no event may
+        // reach it any more (a CLOSE there is a BUG() in the CM).
+        st.phase = Phase::Closed;
+        st.id = None;
+        st.qp = None;
+        st.pending_established = None;
+        return Err(e);
     }
-    drop(st);
-    report_established(&id, addrs, ird, ord);
+    st.phase = Phase::Rdma;
+    if rtr == Rtr::None {
+        // Under the endpoint lock: the connection may already be dying
+        // (a peer that closes right after our Reply), and `close` must
+        // not report CLOSE before ESTABLISHED, which the CM, its id still
+        // in CONN_RECV, answers with BUG().
+        report_established(&id, addrs, ird, ord);
+    }
     Ok(())
 }
 
