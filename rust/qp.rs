@@ -19,7 +19,7 @@ use crate::kif::{
     handle::QpHandle,
     ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
     net::NetDev,
-    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE, WQE_VALID},
+    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE},
     sock::Socket,
     sync::SpinLockIrq,
     wr::{RecvWrs, SendKind, SendWrs},
@@ -822,23 +822,7 @@ impl Qp {
             _ => return Err(crate::kif::enotconn()),
         }
         for wr in wrs {
-            let wr = wr?;
-            let i = inner.rq_put;
-            if rq.flags(i) != 0 {
-                return Err(ENOMEM);
-            }
-            if wr.num_sge > self.caps.rq_max_sge as usize {
-                return Err(EINVAL);
-            }
-            let rqe = Rqe {
-                id: wr.id,
-                flags: 0,
-                num_sge: wr.num_sge as u8,
-                sge: wr.sge,
-            };
-            rq.write(i, &rqe);
-            rq.set_flags(i, WQE_VALID);
-            inner.rq_put = i.wrapping_add(1);
+            rq.post(&mut inner.rq_put, &wr?, self.caps.rq_max_sge)?;
         }
         Ok(())
     }

@@ -213,6 +213,90 @@ pub(crate) fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
 // ORQ and IRQ.
 // ---------------------------------------------------------------------------
 
+/// A bounded first-in first-out queue whose capacity (ORD or IRD) is set
+/// when the connection starts; none before.
+pub struct Fifo<T> {
+    ents: KVec<Option<T>>,
+    head: usize,
+    len: usize,
+}
+
+impl<T> Fifo<T> {
+    /// A queue without capacity.
+    pub const fn new() -> Self {
+        Self {
+            ents: KVec::new(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// An empty queue of `cap` slots.
+    fn with_capacity(cap: usize) -> Result<Self> {
+        let mut ents = KVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            ents.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            ents,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Queued entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots in all.
+    fn capacity(&self) -> usize {
+        self.ents.len()
+    }
+
+    /// The oldest entry.
+    fn head_mut(&mut self) -> Option<&mut T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.ents.get_mut(self.head).and_then(|e| e.as_mut())
+    }
+
+    /// Removes the oldest entry.
+    fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let cap = self.ents.len();
+        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
+        self.head = (self.head + 1) % cap.max(1);
+        self.len -= 1;
+        e
+    }
+
+    /// Appends `e`; gives it back when the queue is full.
+    fn push(&mut self, e: T) -> core::result::Result<(), T> {
+        let cap = self.ents.len();
+        if self.len >= cap {
+            return Err(e);
+        }
+        let i = (self.head + self.len) % cap;
+        match self.ents.get_mut(i) {
+            Some(slot) => {
+                *slot = Some(e);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(e),
+        }
+    }
+}
+
 /// An outbound RDMA Read awaiting its Read Response.
 #[derive(Clone)]
 pub struct OrqEntry {
@@ -243,9 +327,7 @@ impl OrqEntry {
 
 /// Outbound RDMA Reads awaiting their Read Response (at most ORD).
 pub struct Orq {
-    ents: KVec<Option<OrqEntry>>,
-    head: usize,
-    len: usize,
+    q: Fifo<OrqEntry>,
     /// The transmit work stopped at a Read (ORD reached) or a fenced work
     /// request: the Read Response that frees a slot wakes it.
     stalled: bool,
@@ -273,6 +355,12 @@ impl WrRef {
     }
 }
 
+impl<T> Default for Fifo<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Default for Orq {
     fn default() -> Self {
         Self::new()
@@ -287,11 +375,9 @@ impl Default for Irq {
 
 impl Orq {
     /// An empty queue (no capacity until the connection starts).
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         Self {
-            ents: KVec::new(),
-            head: 0,
-            len: 0,
+            q: Fifo::new(),
             stalled: false,
         }
     }
@@ -305,52 +391,22 @@ impl Orq {
 
     /// Outstanding Reads.
     pub fn len(&self) -> usize {
-        self.len
+        self.q.len()
     }
 
     /// Whether no Read is outstanding.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.q.is_empty()
     }
 
     /// The oldest outstanding Read.
     pub fn head_mut(&mut self) -> Option<&mut OrqEntry> {
-        if self.len == 0 {
-            return None;
-        }
-        self.ents.get_mut(self.head).and_then(|e| e.as_mut())
+        self.q.head_mut()
     }
 
     /// Removes the oldest outstanding Read.
     pub fn pop(&mut self) -> Option<OrqEntry> {
-        if self.len == 0 {
-            return None;
-        }
-        let cap = self.ents.len();
-        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
-        self.head = (self.head + 1) % cap.max(1);
-        self.len -= 1;
-        e
-    }
-
-    fn push(&mut self, e: OrqEntry) -> core::result::Result<(), OrqEntry> {
-        let cap = self.ents.len();
-        if self.len >= cap {
-            return Err(e);
-        }
-        let i = (self.head + self.len) % cap;
-        match self.ents.get_mut(i) {
-            Some(slot) => {
-                *slot = Some(e);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(e),
-        }
-    }
-
-    fn capacity(&self) -> usize {
-        self.ents.len()
+        self.q.pop()
     }
 }
 
@@ -373,9 +429,7 @@ pub struct TermMsg {
 /// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
 /// the receive side (softirq) passes to the transmit work.
 pub struct Irq {
-    ents: KVec<Option<IrqEntry>>,
-    head: usize,
-    len: usize,
+    q: Fifo<IrqEntry>,
     /// A response is being sent (it still takes an IRD slot).
     active: bool,
     /// A TERMINATE to send, then the QP goes to error.
@@ -384,11 +438,9 @@ pub struct Irq {
 
 impl Irq {
     /// An empty queue (no capacity until the connection starts).
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         Self {
-            ents: KVec::new(),
-            head: 0,
-            len: 0,
+            q: Fifo::new(),
             active: false,
             term: None,
         }
@@ -396,34 +448,11 @@ impl Irq {
 
     /// Queues a Read Request; `false` when IRD is exhausted.
     pub fn push(&mut self, e: IrqEntry) -> bool {
-        let cap = self.ents.len();
         // As siw: the response being sent does not count (it left the
         // queue), so a peer may see IRD + 1 accepted; this also covers the
         // peer's next Read Request overtaking our bookkeeping of the
         // response whose last octet just went out.
-        if cap == 0 || self.len >= cap {
-            return false;
-        }
-        let i = (self.head + self.len) % cap;
-        match self.ents.get_mut(i) {
-            Some(slot) => {
-                *slot = Some(e);
-                self.len += 1;
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn pop(&mut self) -> Option<IrqEntry> {
-        if self.len == 0 {
-            return None;
-        }
-        let cap = self.ents.len();
-        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
-        self.head = (self.head + 1) % cap.max(1);
-        self.len -= 1;
-        e
+        self.q.push(e).is_ok()
     }
 }
 
@@ -555,14 +584,8 @@ pub fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
     pr_debug!("rsiw: QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
     let ird = ird.min(limits::MAX_IRD) as usize;
     let ord = ord.min(limits::MAX_ORD) as usize;
-    let mut o: KVec<Option<OrqEntry>> = KVec::with_capacity(ord, GFP_KERNEL)?;
-    for _ in 0..ord {
-        o.push(None, GFP_KERNEL)?;
-    }
-    let mut r: KVec<Option<IrqEntry>> = KVec::with_capacity(ird, GFP_KERNEL)?;
-    for _ in 0..ird {
-        r.push(None, GFP_KERNEL)?;
-    }
+    let o = Fifo::with_capacity(ord)?;
+    let r = Fifo::with_capacity(ird)?;
     let mode = MpaMode {
         markers: conn.tx_markers,
         crc: conn.crc,
@@ -570,18 +593,14 @@ pub fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
     qp.tx.lock().reset(mode, conn.send_rtr, conn.clone());
     let old_o = {
         let mut orq = qp.orq.lock();
-        let old = core::mem::replace(&mut orq.ents, o);
-        orq.head = 0;
-        orq.len = 0;
+        let old = core::mem::replace(&mut orq.q, o);
         orq.stalled = false;
         old
     };
     qp.inner.lock().active = None;
     let old_r = {
         let mut irq = qp.irq.lock();
-        let old = core::mem::replace(&mut irq.ents, r);
-        irq.head = 0;
-        irq.len = 0;
+        let old = core::mem::replace(&mut irq.q, r);
         irq.active = false;
         irq.term = None;
         old
@@ -934,7 +953,7 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
             let r = match irq.term.take() {
                 Some(t) => (Some(t), None),
                 None if state == QpState::Rts && !tx.rtr => {
-                    let e = irq.pop();
+                    let e = irq.q.pop();
                     if e.is_some() {
                         irq.active = true;
                     }
@@ -942,7 +961,7 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
                 }
                 None => (None, None),
             };
-            if irq.term.is_some() || irq.len > 0 {
+            if irq.term.is_some() || !irq.q.is_empty() {
                 qp.irq_hint.store(true, Ordering::Release);
             }
             r
@@ -1252,9 +1271,9 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
             return Next::Again;
         }
         let mut orq = qp.orq.lock();
-        if orq.capacity() == 0 {
+        if orq.q.capacity() == 0 {
             true
-        } else if orq.push(e).is_err() {
+        } else if orq.q.push(e).is_err() {
             // ORD reached: resumed by the next Read Response.
             orq.stalled = true;
             tx.sq_next = Some(idx);

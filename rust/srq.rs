@@ -125,23 +125,7 @@ impl Srq {
         }
         let mut st = self.st.lock();
         for wr in wrs {
-            let wr = wr?;
-            let i = st.put;
-            if self.ring.flags(i) != 0 {
-                return Err(ENOMEM);
-            }
-            if wr.num_sge > self.max_sge as usize {
-                return Err(EINVAL);
-            }
-            let rqe = Rqe {
-                id: wr.id,
-                flags: 0,
-                num_sge: wr.num_sge as u8,
-                sge: wr.sge,
-            };
-            self.ring.write(i, &rqe);
-            self.ring.set_flags(i, WQE_VALID);
-            st.put = st.put.wrapping_add(1);
+            self.ring.post(&mut st.put, &wr?, self.max_sge)?;
         }
         Ok(())
     }

@@ -16,6 +16,8 @@ use core::{
 };
 use kernel::{bindings, prelude::*, sync::Arc};
 
+use super::wr::RecvWr;
+
 /// Largest number of SGEs in one work queue element.
 pub const MAX_SGE: usize = bindings::SIW_MAX_SGE as usize;
 /// Largest inline payload: the room of SGEs 1.. of a send queue element.
@@ -416,6 +418,30 @@ impl Ring<Rqe> {
         self.set_flags(i, 0);
         *get = i.wrapping_add(1);
         Some(rqe)
+    }
+
+    /// Posts a kernel consumer's receive work request at `*put` (the
+    /// producer index, kept under the caller's lock) and advances it:
+    /// `ENOMEM` when the slot is still owned by the consumer (the queue is
+    /// full), `EINVAL` for more than `max_sge` SGEs.
+    pub fn post(&self, put: &mut u32, wr: &RecvWr, max_sge: u32) -> Result {
+        let i = *put;
+        if self.flags(i) != 0 {
+            return Err(ENOMEM);
+        }
+        if wr.num_sge > max_sge as usize {
+            return Err(EINVAL);
+        }
+        let rqe = Rqe {
+            id: wr.id,
+            flags: 0,
+            num_sge: wr.num_sge as u8,
+            sge: wr.sge,
+        };
+        self.write(i, &rqe);
+        self.set_flags(i, WQE_VALID);
+        *put = i.wrapping_add(1);
+        Ok(())
     }
 }
 

@@ -244,6 +244,19 @@ impl<C: Crc32c> Deframer<C> {
         }
     }
 
+    /// The ULPDU_Length `len` of the FPDU at `fpdu_off` is known: tells
+    /// the sink.
+    fn start_fpdu<S: RxSink>(&mut self, len: u16, sink: &mut S) -> Result<(), ProtocolError> {
+        self.ulpdu_len = len;
+        let info = FpduInfo {
+            fpdu_off: self.fpdu_off,
+            hdr_off: self.hdr_off,
+            ulpdu_len: len,
+            pad: mpa::pad_len(u32::from(len)) as u8,
+        };
+        sink.on_fpdu_start(&info)
+    }
+
     fn begin_fpdu_if_needed(&mut self) {
         if !self.in_fpdu {
             self.in_fpdu = true;
@@ -342,14 +355,7 @@ impl<C: Crc32c> Deframer<C> {
             self.crc.reset();
             self.crc.update(fpdu.get(..body_end).unwrap_or(&[]));
         }
-        self.ulpdu_len = len;
-        let info = FpduInfo {
-            fpdu_off: self.fpdu_off,
-            hdr_off: self.hdr_off,
-            ulpdu_len: len,
-            pad: mpa::pad_len(u32::from(len)) as u8,
-        };
-        sink.on_fpdu_start(&info)?;
+        self.start_fpdu(len, sink)?;
         if let Some(dst) = self.hdr_buf.get_mut(..hdr_need) {
             dst.copy_from_slice(raw);
         }
@@ -466,14 +472,7 @@ impl<C: Crc32c> Deframer<C> {
         }
         self.len_have = 0;
         let len = u16::from_be_bytes(self.len_buf);
-        self.ulpdu_len = len;
-        let info = FpduInfo {
-            fpdu_off: self.fpdu_off,
-            hdr_off: self.hdr_off,
-            ulpdu_len: len,
-            pad: mpa::pad_len(u32::from(len)) as u8,
-        };
-        sink.on_fpdu_start(&info)?;
+        self.start_fpdu(len, sink)?;
         if len > self.cfg.max_ulpdu {
             return Err(LlpError::Framing(FramingFault::UlpduTooLong {
                 len,
