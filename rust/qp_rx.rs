@@ -754,5 +754,12 @@ pub fn start(qp: &Arc<Qp>) -> Result {
         Ok(())
     });
     after(qp.as_arc_borrow(), &mut act);
+    // A peer that closes right after the MPA exchange may do so while the
+    // socket has no callbacks (between the endpoint's and the QP's) or
+    // before `qp_tx::start` cleared the close flag: no event reports such
+    // a close any more, the socket state does.
+    if matches!(conn.sock.state(), TcpState::Closed | TcpState::CloseWait) {
+        on_llp_close(qp);
+    }
     r
 }

@@ -597,6 +597,8 @@ static int live_conns(void)
 	return n;
 }
 
+static void reap(int force);
+
 static void handle_cm_events(void)
 {
 	struct rdma_cm_event *ev;
@@ -613,6 +615,14 @@ static void handle_cm_events(void)
 		switch (type) {
 		case RDMA_CM_EVENT_CONNECT_REQUEST:
 			c = stop || id->verbs != ctx ? NULL : free_slot();
+			/* This loop runs as long as events come: a peer that
+			 * connects and closes in quick succession keeps it
+			 * here, and the connections that ended are finished
+			 * only by reap(). Finish them before refusing. */
+			if (!c && !stop && id->verbs == ctx) {
+				reap(0);
+				c = free_slot();
+			}
 			if (!c) {
 				rdma_reject(id, NULL, 0);
 				n_rejected++;

@@ -111,11 +111,25 @@ unserve() {
 	sleep 0.3
 	[ "$HOSTILE_SERVER" = canary ] || return 0
 	cat "$WORK/server.out" >>"$WORK/canary.all"
-	grep -v '^canary: listening' "$WORK/server.out"
+	# (the per-connection lines only when they say more than "intact": the
+	# hostile peer's own message must stay in check's output tail)
+	grep -v -e '^canary: listening' -e '^canary: conn .*: established, wr 1: Work Request Flushed Error; all regions intact$' \
+		"$WORK/server.out"
 	if [ $rc != 0 ] || ! grep -q '^canary: .* all intact' "$WORK/server.out"; then
 		echo "canary server: exit $rc"
 		return 1
 	fi
+}
+
+# qps_gone DEV: no QP left on DEV within a few seconds.
+qps_gone() {
+	for _ in $(seq $((10 * $(tmo 10)))); do
+		rdma res show | grep -qE "^[0-9]+: $1: .* qp 0 " && return 0
+		sleep 0.1
+	done
+	echo "QPs left on $1 (connections whose close was not reported):"
+	rdma res show | grep -E "^[0-9]+: $1: "
+	return 1
 }
 
 # scenario NAME: 0 passed, 1 the hostile peer's check failed, 2 the canary
@@ -130,6 +144,11 @@ scenario() {
 	if serve; then
 		in_a "$HP" --target "$IP_B:$PORT" --scenario "$1" --timeout "$HOSTILE_TIMEOUT"
 		[ $? = 0 ] && rc=0 || rc=1
+		# every close must reach the server, which then destroys the QP
+		# (rsiw lost closes that came during its switch to RTS)
+		if [ "$1" = mpa_close_after_reply ] && ! qps_gone rsiw0; then
+			rc=1
+		fi
 		unserve || rc=2
 	fi
 	[ -z "$mk" ] || echo "$mk" >"$MARKERS_PARAM"
