@@ -20,7 +20,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench latency-split fuzz miri
+.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench latency-split insn-profile fuzz miri
 
 all: module
 
@@ -78,6 +78,20 @@ clean:
 latency-split: module
 	@vars=$$(for v in $${!SPLIT_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
 	$(ROOT)/qemu-images/run -t 3600 "$$vars $(ROOT)/tests/bench/latency-split.sh"
+
+# Guest kernel instructions, memory accesses and atomics per message, rsiw
+# against siw in one boot, function by function (a QEMU TCG plugin,
+# tests/bench/tbprof.c; PROF_* variables: see tests/bench/insn-profile.sh).
+insn-profile: module
+	@out=$(ROOT)/results/insn-profile-$$(date +%Y%m%d-%H%M%S); mkdir -p "$$out"; \
+	gcc -O2 -Wall -shared -fPIC -fvisibility=hidden -o "$$out/tbprof.so" $(ROOT)/tests/bench/tbprof.c && \
+	map=$$($(ROOT)/qemu-images/build-kernel std)/System.map && \
+	mark=0x$$(awk '$$3 == "__x64_sys_sync" {print $$1}' "$$map") && \
+	vars=$$(for v in $${!PROF_@}; do printf '%s=%q ' "$$v" "$${!v}"; done) && \
+	RSIW_APPEND=nokaslr RSIW_QEMU_ARGS="-plugin $$out/tbprof.so,mark=$$mark,out=$$out/dump" \
+		$(ROOT)/qemu-images/run -t 3600 "$$vars PROF_OUT=$$out $(ROOT)/tests/bench/insn-profile.sh" && \
+	python3 $(ROOT)/tests/bench/insn-profile.py "$$out" | tee "$$out/profile.md"; \
+	rm -f "$$out/tbprof.so"; [ -n "$${PROF_KEEP:-}" ] || rm -f "$$out"/dump.* "$$out/kallsyms"
 
 # One guest boot runs the whole matrix (tests/bench/bench.sh); only if a
 # driver oopses the guest does it boot again and resume without that driver.
