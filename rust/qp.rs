@@ -680,7 +680,6 @@ impl Qp {
                 raddr: 0,
                 sge: wr.sge,
                 access: 0,
-                inline: [0; MAX_INLINE],
             };
             if wr.signaled {
                 sqe.flags |= wqe::SIGNALLED;
@@ -747,7 +746,7 @@ impl Qp {
                 sqe.flags |= wqe::INLINE;
                 sqe.num_sge = 1;
                 sqe.sge[0].length = len as u32;
-                sqe.inline = data;
+                sqe.set_inline_data(&data);
             }
             self.sq.write(i, &sqe);
             self.sq.set_flags(i, sqe.flags | wqe::VALID);

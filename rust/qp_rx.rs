@@ -211,12 +211,21 @@ impl Sink<'_> {
                 status: wc::SUCCESS,
             });
             let max = (self.qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
+            // (from the element in place: a copy of it costs memory
+            // accesses per message)
+            let RecvMsg {
+                rqe,
+                mems,
+                n: m_n,
+                total,
+                ..
+            } = &mut *m;
             let n = usize::from(rqe.num_sge);
             let mut bad = n > max;
-            m.n = n.min(MAX_SGE);
-            for (s, slot) in rqe.sge.iter().zip(m.mems.iter_mut()).take(m.n) {
-                match m.total.checked_add(s.length) {
-                    Some(t) => m.total = t,
+            *m_n = n.min(MAX_SGE);
+            for (s, slot) in rqe.sge.iter().zip(mems.iter_mut()).take(*m_n) {
+                match total.checked_add(s.length) {
+                    Some(t) => *total = t,
                     None => bad = true,
                 }
                 if s.length == 0 || bad {

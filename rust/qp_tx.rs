@@ -464,8 +464,8 @@ impl Irq {
 enum Src {
     /// No payload.
     None,
-    /// The inline data of the work request (in `Job::sqe`).
-    Inline,
+    /// The inline data of the work request.
+    Inline([u8; MAX_INLINE]),
     /// Registered memory: the first `n` SGEs of `Job::sqe` with their
     /// resolved memory objects.
     Sgl {
@@ -1017,7 +1017,6 @@ fn empty_sqe() -> Sqe {
         raddr: 0,
         sge: [Sge::default(); MAX_SGE],
         access: 0,
-        inline: [0; MAX_INLINE],
     }
 }
 
@@ -1118,7 +1117,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
                     local_error(qp, idx, &sqe, wc::LOC_LEN_ERR);
                     return Next::Again;
                 }
-                (Src::Inline, len)
+                (Src::Inline(sqe.inline_data()), len)
             } else {
                 match resolve_sgl(qp, &sqe, 0, &mut tx.stags) {
                     Ok(x) => x,
@@ -1367,10 +1366,10 @@ impl<'a> Pieces<'a> {
 fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
     match &job.src {
         Src::None => Err(EINVAL),
-        Src::Inline => {
+        Src::Inline(data) => {
             let start = off as usize;
             let end = start.checked_add(max as usize).ok_or(EINVAL)?;
-            job.sqe.inline.get(start..end).ok_or(EINVAL)
+            data.get(start..end).ok_or(EINVAL)
         }
         Src::Sgl { mems, n } => {
             let mut base = 0u32;
@@ -1574,7 +1573,7 @@ fn send_planned(
     // adds at most two more than its length in pages.
     let sges = match &job.src {
         Src::Sgl { n, .. } => (*n).max(1),
-        Src::Inline | Src::None => 1,
+        Src::Inline(_) | Src::None => 1,
     };
     let mut seg = job.seg;
     let mut pieces = Pieces {

@@ -97,12 +97,44 @@ pub struct Sqe {
     /// Remote address, or the MR handle of a REG_MR.
     pub raddr: u64,
     /// SGEs; with `SIW_WQE_INLINE`, only `sge[0].length` counts and the
-    /// payload is `inline`.
+    /// payload is the octets of `sge[1..]` (see [`Sqe::inline_data`]).
     pub sge: [Sge; MAX_SGE],
     /// Access flags of a REG_MR (the union with `sge` in the ABI).
     pub access: u64,
-    /// Inline payload (the octets of `sge[1..]`).
-    pub inline: [u8; MAX_INLINE],
+}
+
+impl Sqe {
+    /// The inline payload: the octets of `sge[1..]` as the ABI lays them
+    /// out. Built only for inline work requests: an SQE is copied several
+    /// times per message, and its 80 inline octets were most of it.
+    pub fn inline_data(&self) -> [u8; MAX_INLINE] {
+        let mut out = [0u8; MAX_INLINE];
+        for (c, s) in out.chunks_exact_mut(16).zip(self.sge.iter().skip(1)) {
+            let (a, rest) = c.split_at_mut(8);
+            let (l, k) = rest.split_at_mut(4);
+            a.copy_from_slice(&s.addr.to_ne_bytes());
+            l.copy_from_slice(&s.length.to_ne_bytes());
+            k.copy_from_slice(&s.lkey.to_ne_bytes());
+        }
+        out
+    }
+
+    /// Stores `data` as the inline payload (into `sge[1..]`).
+    pub fn set_inline_data(&mut self, data: &[u8; MAX_INLINE]) {
+        for (c, s) in data.chunks_exact(16).zip(self.sge.iter_mut().skip(1)) {
+            let mut a = [0u8; 8];
+            let mut l = [0u8; 4];
+            let mut k = [0u8; 4];
+            a.copy_from_slice(c.get(..8).unwrap_or(&[0; 8]));
+            l.copy_from_slice(c.get(8..12).unwrap_or(&[0; 4]));
+            k.copy_from_slice(c.get(12..16).unwrap_or(&[0; 4]));
+            *s = Sge {
+                addr: u64::from_ne_bytes(a),
+                length: u32::from_ne_bytes(l),
+                lkey: u32::from_ne_bytes(k),
+            };
+        }
+    }
 }
 
 /// A receive queue element (`struct siw_rqe`).
@@ -175,25 +207,6 @@ impl Element for Sqe {
                 r.__bindgen_anon_2.access,
             )
         };
-        let mut inline = [0u8; MAX_INLINE];
-        let mut o = 0;
-        // The inline octets only where they are used (the SQE of every
-        // message is read here).
-        let sges_inline = if r.flags & bindings::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0 {
-            &sges[1..]
-        } else {
-            &[]
-        };
-        for s in sges_inline {
-            for b in [
-                s.laddr.to_ne_bytes().as_slice(),
-                &s.length.to_ne_bytes(),
-                &s.lkey.to_ne_bytes(),
-            ] {
-                inline[o..o + b.len()].copy_from_slice(b);
-                o += b.len();
-            }
-        }
         Sqe {
             id: r.id,
             flags: r.flags,
@@ -203,28 +216,12 @@ impl Element for Sqe {
             raddr,
             sge: sges.map(|s| sge_from(&s)),
             access,
-            inline,
         }
     }
 
     fn to_raw(&self) -> Self::Raw {
-        let mut sge = self.sge.map(|s| sge_to(&s));
-        if self.flags & bindings::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0 {
-            for (i, s) in sge[1..].iter_mut().enumerate() {
-                let c = &self.inline[i * 16..i * 16 + 16];
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&c[..8]);
-                let mut l = [0u8; 4];
-                l.copy_from_slice(&c[8..12]);
-                let mut k = [0u8; 4];
-                k.copy_from_slice(&c[12..16]);
-                *s = bindings::siw_sge {
-                    laddr: u64::from_ne_bytes(a),
-                    length: u32::from_ne_bytes(l),
-                    lkey: u32::from_ne_bytes(k),
-                };
-            }
-        }
+        // (inline payload included: it lives in `sge[1..]`)
+        let sge = self.sge.map(|s| sge_to(&s));
         let mut r = bindings::siw_sqe {
             id: self.id,
             flags: 0,
