@@ -29,19 +29,24 @@ def sym(va):
     return syms[i][1] if i >= 0 else hex(va)
 
 
+# per function: entries (executions of the block at its start), then the
+# dump's counts: instructions, memory accesses, atomics, interrupt flag
+# changes, fences
+NV = 6
+
+
 def load(n):
-    per = collections.defaultdict(lambda: [0, 0, 0, 0])
+    per = collections.defaultdict(lambda: [0] * NV)
     for line in open(f"{d}/dump.{n}"):
-        va, ex, ins, mem, lk = line.split()
+        va, ex, *counts = line.split()
         va = int(va, 16)
         s = sym(va)
         e = per[s]
         i = bisect.bisect_right(addrs, va) - 1
         if i >= 0 and addrs[i] == va:
-            e[0] += int(ex)  # entries: blocks starting at the symbol
-        e[1] += int(ins)
-        e[2] += int(mem)
-        e[3] += int(lk)
+            e[0] += int(ex)
+        for k, c in enumerate(counts[: NV - 1]):
+            e[k + 1] += int(c)
     return per
 
 
@@ -52,13 +57,11 @@ for line in open(f"{d}/phases"):
 
 for (test, size), by in runs.items():
     print(f"\n## {test} {size} B: guest kernel, per iteration (round trip)\n")
-    print("| driver | instructions | memory accesses | atomics | typical us (plugin on) |")
-    print("| --- | --- | --- | --- | --- |")
-    tot = {}
+    print("| driver | instructions | memory accesses | atomics | CLI/STI/POPF | fences | typical us (plugin on) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for drv, (per, iters, typ) in sorted(by.items()):
-        t = [sum(v[k] for v in per.values()) / iters for k in range(4)]
-        tot[drv] = t
-        print(f"| {drv} | {t[1]:.0f} | {t[2]:.0f} | {t[3]:.1f} | {typ} |")
+        t = [sum(v[k] for v in per.values()) / iters for k in range(NV)]
+        print(f"| {drv} | {t[1]:.0f} | {t[2]:.0f} | {t[3]:.1f} | {t[4]:.1f} | {t[5]:.1f} | {typ} |")
     if len(by) < 2:
         continue
     print("\nsplit (instructions / memory accesses per iteration):\n")
@@ -79,13 +82,27 @@ for (test, size), by in runs.items():
     names = set(pa) | set(pb)
 
     def row(s):
-        a, b = pa.get(s, [0] * 4), pb.get(s, [0] * 4)
+        a, b = pa.get(s, [0] * NV), pb.get(s, [0] * NV)
         return [x / ia for x in a], [x / ib for x in b]
 
     diff = sorted(names, key=lambda s: -abs(row(s)[0][1] - row(s)[1][1]))
     print(f"\nfunctions by |instructions rsiw - siw| per iteration (top {top}):\n")
-    print("| function | rsiw calls | rsiw insns | rsiw atomics | siw calls | siw insns | siw atomics |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| function | rsiw calls | insns | atomics | irqf | siw calls | insns | atomics | irqf |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in diff[:top]:
         a, b = row(s)
-        print(f"| {s} | {a[0]:.2f} | {a[1]:.0f} | {a[3]:.1f} | {b[0]:.2f} | {b[1]:.0f} | {b[3]:.1f} |")
+        print(
+            f"| {s} | {a[0]:.2f} | {a[1]:.0f} | {a[3]:.1f} | {a[4]:.1f}"
+            f" | {b[0]:.2f} | {b[1]:.0f} | {b[3]:.1f} | {b[4]:.1f} |"
+        )
+    # the dear operations, function by function, where the drivers differ
+    for k, what in ((3, "atomics"), (4, "interrupt flag changes"), (5, "fences")):
+        rows = [(s, *row(s)) for s in names]
+        rows = [r for r in rows if abs(r[1][k] - r[2][k]) >= 0.5]
+        if not rows:
+            continue
+        print(f"\nfunctions whose {what} per iteration differ:\n")
+        print("| function | rsiw | siw |")
+        print("| --- | --- | --- |")
+        for s, a, b in sorted(rows, key=lambda r: -abs(r[1][k] - r[2][k]))[:top]:
+            print(f"| {s} | {a[k]:.1f} | {b[k]:.1f} |")

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tbprof: a QEMU TCG plugin that counts, per guest kernel translation
- * block, how often it ran, how many instructions, memory accesses and
- * LOCK-prefixed (atomic) instructions that made. Under TCG the guest has no
+ * block, how often it ran, how many instructions, memory accesses, atomic
+ * instructions (LOCK prefix, XCHG with memory), interrupt flag changes
+ * (CLI, STI, POPF) and fences (MFENCE, LFENCE, SFENCE) that made: the
+ * last three are much dearer than their count under MTTCG. Under TCG the guest has no
  * PMU; this is the instruction-level profile (tests/bench/insn-profile.sh).
  *
  *   -plugin tbprof.so,mark=0xADDR,out=PREFIX
@@ -11,7 +13,8 @@
  * kernel function the workload calls only as a marker, e.g. the sync
  * system call, with KASLR off), the counts so far are written to
  * PREFIX.N (N = 0, 1, ...) and reset. Lines: "vaddr execs insns mems
- * locks", hexadecimal vaddr, only kernel addresses, only non-zero blocks.
+ * atomics irqflag fences", hexadecimal vaddr, only kernel addresses, only
+ * blocks that ran.
  * Counters are plain adds from both vCPU threads: exact enough to compare.
  *
  * Built against the plugin API version 1 (QEMU 7.2); the few declarations
@@ -52,7 +55,7 @@ EXPORT int qemu_plugin_version = 1;
 
 struct ent {
 	uint64_t vaddr;
-	uint64_t execs, insns, mems, locks;
+	uint64_t execs, insns, mems, locks, irqf, fences;
 };
 
 #define SLOTS (1u << 20)
@@ -97,36 +100,59 @@ static void dump(unsigned int vcpu, void *u)
 		if (!e->vaddr || !e->execs)
 			continue;
 		if (f)
-			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-				e->vaddr, e->execs, e->insns, e->mems, e->locks);
-		e->execs = e->insns = e->mems = e->locks = 0;
+			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+				" %" PRIu64 " %" PRIu64 "\n", e->vaddr, e->execs, e->insns,
+				e->mems, e->locks, e->irqf, e->fences);
+		e->execs = e->insns = e->mems = e->locks = e->irqf = e->fences = 0;
 	}
 	if (f)
 		fclose(f);
 	pthread_mutex_unlock(&lock);
 }
 
-/* A LOCK prefix (0xf0) among the legacy prefixes; xchg with memory is
- * atomic without one and is not counted. */
-static bool locked(const uint8_t *p, size_t n)
-{
-	size_t i;
+enum kind { K_PLAIN, K_ATOMIC, K_IRQF, K_FENCE };
 
-	for (i = 0; i < n && i < 4; i++) {
-		if (p[i] == 0xf0)
-			return true;
-		if (p[i] != 0x66 && p[i] != 0x67 && p[i] != 0xf2 && p[i] != 0xf3 &&
-		    p[i] != 0x2e && p[i] != 0x3e && p[i] != 0x26 && p[i] != 0x36 &&
-		    p[i] != 0x64 && p[i] != 0x65)
-			return false;
+/* Classifies an instruction from its bytes (legacy prefixes skipped). */
+static enum kind classify(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	bool lock = false;
+
+	while (i < n && i < 4 &&
+	       (p[i] == 0xf0 || p[i] == 0x66 || p[i] == 0x67 || p[i] == 0xf2 ||
+		p[i] == 0xf3 || p[i] == 0x2e || p[i] == 0x3e || p[i] == 0x26 ||
+		p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65)) {
+		lock |= p[i] == 0xf0;
+		i++;
 	}
-	return false;
+	if (lock)
+		return K_ATOMIC;
+	if (i < n && (p[i] & 0xf0) == 0x40) /* REX */
+		i++;
+	if (i >= n)
+		return K_PLAIN;
+	switch (p[i]) {
+	case 0x86:
+	case 0x87: /* XCHG r/m: atomic when the operand is memory */
+		return i + 1 < n && (p[i + 1] >> 6) != 3 ? K_ATOMIC : K_PLAIN;
+	case 0x9d: /* POPF */
+	case 0xfa: /* CLI */
+	case 0xfb: /* STI */
+		return K_IRQF;
+	case 0x0f:
+		if (i + 2 < n && p[i + 1] == 0xae &&
+		    (p[i + 2] == 0xf0 || p[i + 2] == 0xe8 || p[i + 2] == 0xf8))
+			return K_FENCE;
+		return K_PLAIN;
+	default:
+		return K_PLAIN;
+	}
 }
 
 static void trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	uint64_t va = qemu_plugin_tb_vaddr(tb);
-	size_t n = qemu_plugin_tb_n_insns(tb), i, nl = 0;
+	size_t n = qemu_plugin_tb_n_insns(tb), i, nk[4] = { 0 };
 	struct ent *e;
 
 	(void)id;
@@ -144,11 +170,15 @@ static void trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
 
-		nl += locked(qemu_plugin_insn_data(in), qemu_plugin_insn_size(in));
+		nk[classify(qemu_plugin_insn_data(in), qemu_plugin_insn_size(in))]++;
 		qemu_plugin_register_vcpu_mem_inline(in, MEM_RW, INLINE_ADD_U64, &e->mems, 1);
 	}
-	if (nl)
-		qemu_plugin_register_vcpu_tb_exec_inline(tb, INLINE_ADD_U64, &e->locks, nl);
+	if (nk[K_ATOMIC])
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, INLINE_ADD_U64, &e->locks, nk[K_ATOMIC]);
+	if (nk[K_IRQF])
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, INLINE_ADD_U64, &e->irqf, nk[K_IRQF]);
+	if (nk[K_FENCE])
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, INLINE_ADD_U64, &e->fences, nk[K_FENCE]);
 }
 
 EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const void *info, int argc, char **argv)
