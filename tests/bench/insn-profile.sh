@@ -34,23 +34,11 @@ marker() {
 	ndump=$((ndump + 1))
 }
 
-cur=
-use() {
-	local d
-	[ "$cur" = "$1" ] && return
-	for d in $(rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1); do
-		rdma link delete "$d"
-	done
-	add_dev "$NS_A" "${1}a" "$1" va
-	add_dev "$NS_B" "${1}b" "$1" vb
-	cur=$1
-}
-
 marker
 port=23000
 for t in $TESTS; do
 	for d in rsiw siw; do
-		use "$d"
+		use_pair "$d"
 		port=$((port + 1))
 		in_b timeout 300 "$t" -R -F -p $port -d "${d}b" -s "$SIZE" -n "$ITERS" >/dev/null 2>&1 &
 		sleep 1.5

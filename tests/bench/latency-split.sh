@@ -47,18 +47,6 @@ insmod "$RSIW_KO" || exit 1
 modprobe siw || exit 1
 mhz=$(awk '/cpu MHz/ {print $4; exit}' /proc/cpuinfo)
 
-cur=
-use() {
-	local d
-	[ "$cur" = "$1" ] && return
-	for d in $(rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1); do
-		rdma link delete "$d"
-	done
-	add_dev "$NS_A" "${1}a" "$1" va
-	add_dev "$NS_B" "${1}b" "$1" vb
-	cur=$1
-}
-
 probes_on() {
 	local n=0 p
 	echo 0 >$T/tracing_on
@@ -113,7 +101,7 @@ printf '%-5s %-13s %5s %9s %9s %9s %9s %6s\n' driver test size typical doorbell 
 for rep in $(seq "$REPS"); do
 	for t in $TESTS; do
 		for d in rsiw siw; do
-			use $d
+			use_pair $d
 			port=$((port + 1))
 			probes_on || exit 1
 			in_b timeout 90 "$t" -R -F -p $port -d ${d}b -s "$SIZE" -n "$ITERS" >/dev/null 2>&1 &

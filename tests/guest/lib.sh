@@ -49,6 +49,18 @@ topo_down() {
 add_dev() { ip netns exec "$1" rdma link add "$2" type "$3" netdev "$4"; }
 del_dev() { rdma link delete "$1"; }
 
+# use_pair DRV: the RDMA links are ${DRV}a on va (ns A) and ${DRV}b on vb
+# (ns B), and only those (left as they are when they already are).
+USE_PAIR=
+use_pair() {
+	local d
+	[ "$USE_PAIR" = "$1" ] && return 0
+	for d in $(rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1); do
+		rdma link delete "$d"
+	done
+	add_dev "$NS_A" "${1}a" "$1" va && add_dev "$NS_B" "${1}b" "$1" vb && USE_PAIR=$1
+}
+
 load_rsiw() { lsmod | grep -q '^rsiw ' || insmod "$RSIW_KO" "$@"; }
 unload_rsiw() { ! lsmod | grep -q '^rsiw ' || rmmod rsiw; }
 load_siw() { lsmod | grep -q '^siw ' || modprobe siw; }
