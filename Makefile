@@ -87,8 +87,11 @@ insn-profile: module
 	gcc -O2 -Wall -shared -fPIC -fvisibility=hidden -o "$$out/tbprof.so" $(ROOT)/tests/bench/tbprof.c && \
 	map=$$($(ROOT)/qemu-images/build-kernel std)/System.map && \
 	mark=0x$$(awk '$$3 == "__x64_sys_sync" {print $$1}' "$$map") && \
+	phases=$$(awk 'BEGIN { split("ib_uverbs_write tcp_sendmsg_locked tcp_read_sock tcp_rcv_space_adjust", f); \
+		for (i in f) n[f[i]] = i } ($$3 in n) { printf ",phase=0x%s:%d", $$1, n[$$3] }' "$$map") && \
+	{ [ -z "$${PROF_NO_PHASES:-}" ] || phases=; } && \
 	vars=$$(for v in $${!PROF_@}; do printf '%s=%q ' "$$v" "$${!v}"; done) && \
-	RSIW_APPEND=nokaslr RSIW_QEMU_ARGS="-plugin $$out/tbprof.so,mark=$$mark,out=$$out/dump" \
+	RSIW_APPEND=nokaslr RSIW_QEMU_ARGS="-plugin $$out/tbprof.so,mark=$$mark,out=$$out/dump$$phases" \
 		$(ROOT)/qemu-images/run -t 3600 "$$vars PROF_OUT=$$out $(ROOT)/tests/bench/insn-profile.sh" && \
 	python3 $(ROOT)/tests/bench/insn-profile.py "$$out" | tee "$$out/profile.md"; \
 	rm -f "$$out/tbprof.so"; [ -n "$${PROF_KEEP:-}" ] || rm -f "$$out"/dump.* "$$out/kallsyms"

@@ -21,7 +21,7 @@ use kernel::{
 use crate::kif::{
     crc::KernelCrc32c,
     handle::QpEvent,
-    queue::{Rqe, MAX_SGE},
+    queue::{Rqe, Sge, MAX_SGE},
     sock::{SockEvents, SockRx, TcpState},
 };
 use crate::mem::{access, Mem};
@@ -39,8 +39,12 @@ use crate::wire::{
 
 const NO_MEM: Option<Arc<Mem>> = None;
 
-/// A Send message being received into a receive queue element.
+/// The Send message being received into a receive queue element, while
+/// `active`. It stays in place between messages: starting one writes only
+/// what that message uses (the RQE's SGEs in use, their memory), not a
+/// whole new element, and ending one drops only those memory references.
 struct RecvMsg {
+    active: bool,
     rqe: Rqe,
     mems: [Option<Arc<Mem>>; MAX_SGE],
     n: usize,
@@ -53,6 +57,49 @@ struct RecvMsg {
     opcode: Opcode,
     /// Completion status if the message failed locally.
     status: u16,
+}
+
+impl RecvMsg {
+    const fn new() -> Self {
+        const NO_SGE: Sge = Sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        Self {
+            active: false,
+            rqe: Rqe {
+                id: 0,
+                flags: 0,
+                num_sge: 0,
+                sge: [NO_SGE; MAX_SGE],
+            },
+            mems: [NO_MEM; MAX_SGE],
+            n: 0,
+            total: 0,
+            processed: 0,
+            inval: 0,
+            opcode: Opcode::Send,
+            status: wc::SUCCESS,
+        }
+    }
+
+    /// The message in progress, if any.
+    fn get_mut(&mut self) -> Option<&mut Self> {
+        self.active.then_some(self)
+    }
+
+    /// Ends the message in progress: its RQE, octets placed and status.
+    fn end(&mut self) -> Option<(Rqe, u32, u16)> {
+        if !self.active {
+            return None;
+        }
+        self.active = false;
+        for m in self.mems.iter_mut().take(self.n) {
+            *m = None;
+        }
+        Some((self.rqe, self.processed, self.status))
+    }
 }
 
 /// What the payload of the current segment goes to.
@@ -79,7 +126,7 @@ enum Seg {
 struct RxCtx {
     /// The MSN the next message must carry, per untagged queue.
     msn: [u32; 3],
-    send: Option<RecvMsg>,
+    send: RecvMsg,
     seg: Seg,
     /// Wire form of the current segment's header (for a TERMINATE).
     raw: [u8; MAX_HDR_LEN],
@@ -96,7 +143,7 @@ impl RxCtx {
     const fn new() -> Self {
         Self {
             msn: [1; 3],
-            send: None,
+            send: RecvMsg::new(),
             seg: Seg::None,
             raw: [0; MAX_HDR_LEN],
             raw_len: 0,
@@ -181,12 +228,17 @@ fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
 }
 
 impl Sink<'_> {
-    /// Takes the next receive queue element (own RQ or SRQ).
-    fn take_rqe(&mut self) -> Option<Rqe> {
+    /// Takes the next receive queue element (own RQ or SRQ) into the
+    /// Send message's slot.
+    fn take_rqe(&mut self) -> bool {
+        let dst = &mut self.c.send.rqe;
         if let Some(srq) = &self.qp.srq {
-            return srq.take();
+            return srq.take_into(dst);
         }
-        self.qp.rq.as_ref()?.take(self.rq_get)
+        match &self.qp.rq {
+            Some(rq) => rq.take_into(self.rq_get, dst),
+            None => false,
+        }
     }
 
     fn send_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
@@ -194,25 +246,21 @@ impl Sink<'_> {
         if u.msn != self.c.msn[QN_SEND as usize] {
             return Err(DdpError::UntaggedMsnRange.into());
         }
-        if self.c.send.is_none() {
+        if !self.c.send.active {
             if u.mo != 0 {
                 return Err(DdpError::UntaggedInvalidMo.into());
             }
-            let rqe = self.take_rqe().ok_or(DdpError::UntaggedMsnNoBuffer)?;
-            // Built where it stays until the message completes.
-            let m = self.c.send.insert(RecvMsg {
-                rqe,
-                mems: [NO_MEM; MAX_SGE],
-                n: 0,
-                total: 0,
-                processed: 0,
-                inval: u.ulp,
-                opcode: hdr.opcode,
-                status: wc::SUCCESS,
-            });
+            if !self.take_rqe() {
+                return Err(DdpError::UntaggedMsnNoBuffer.into());
+            }
+            let m = &mut self.c.send;
+            m.active = true;
+            m.total = 0;
+            m.processed = 0;
+            m.inval = u.ulp;
+            m.opcode = hdr.opcode;
+            m.status = wc::SUCCESS;
             let max = (self.qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
-            // (from the element in place: a copy of it costs memory
-            // accesses per message)
             let RecvMsg {
                 rqe,
                 mems,
@@ -254,7 +302,7 @@ impl Sink<'_> {
                 return Err(DdpError::LocalCatastrophic.into());
             }
         }
-        let m = self.c.send.as_mut().ok_or(DdpError::LocalCatastrophic)?;
+        let m = self.c.send.get_mut().ok_or(DdpError::LocalCatastrophic)?;
         if u.mo != m.processed {
             return Err(DdpError::UntaggedInvalidMo.into());
         }
@@ -332,7 +380,7 @@ impl Sink<'_> {
     fn finish_send(&mut self) -> Result<(), ProtocolError> {
         // Completed in place; the slot is emptied at the end.
         let c = &mut *self.c;
-        let Some(m) = c.send.as_mut() else {
+        let Some(m) = c.send.get_mut() else {
             return Ok(());
         };
         let q = &mut c.msn[QN_SEND as usize];
@@ -368,7 +416,7 @@ impl Sink<'_> {
                 Ok(())
             }
         };
-        c.send = None;
+        c.send.end();
         r
     }
 
@@ -451,7 +499,7 @@ impl RxSink for Sink<'_> {
         self.act.payload += data.len() as u64;
         match &self.c.seg {
             Seg::Send { mo, .. } => {
-                let Some(m) = self.c.send.as_mut() else {
+                let Some(m) = self.c.send.get_mut() else {
                     return Ok(());
                 };
                 let mut o = mo.checked_add(offset).ok_or(DdpError::UntaggedTooLong)?;
@@ -520,7 +568,7 @@ impl Sink<'_> {
     fn end_segment(&mut self, hdr: &SegmentHeader) -> Result<(), ProtocolError> {
         match core::mem::replace(&mut self.c.seg, Seg::None) {
             Seg::Send { len, .. } => {
-                if let Some(m) = self.c.send.as_mut() {
+                if let Some(m) = self.c.send.get_mut() {
                     m.processed = m.processed.saturating_add(len);
                 }
                 if hdr.ctrl.last {
@@ -598,10 +646,8 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 fn rx_failed(d: &Deframer<KernelCrc32c>, c: &mut RxCtx, act: &mut Actions, e: ProtocolError) {
     // A Send that failed locally completes with its own status (any other
     // one in progress is flushed when the QP goes to error).
-    if c.send.as_ref().is_some_and(|m| m.status != wc::SUCCESS) {
-        if let Some(m) = c.send.take() {
-            act.failed = Some((m.rqe, m.processed, m.status));
-        }
+    if c.send.active && c.send.status != wc::SUCCESS {
+        act.failed = c.send.end();
     }
     let (mut raw, mut raw_len) = (c.raw, c.raw_len);
     if raw_len == 0 {
@@ -724,15 +770,15 @@ pub fn flush_active(qp: &Qp) {
     let m = {
         let mut g = qp.rx.lock();
         g.c.seg = Seg::None;
-        g.c.send.take()
+        g.c.send.end()
     };
-    if let Some(m) = m {
-        let status = if m.status != wc::SUCCESS {
-            m.status
+    if let Some((rqe, _, status)) = m {
+        let status = if status != wc::SUCCESS {
+            status
         } else {
             wc::WR_FLUSH_ERR
         };
-        let _ = qp.complete_rqe(&m.rqe, 0, None, status);
+        let _ = qp.complete_rqe(&rqe, 0, None, status);
     }
 }
 

@@ -130,12 +130,15 @@ impl Srq {
         Ok(())
     }
 
-    /// Takes the next posted receive element, if any (receive path), and
-    /// raises the limit event when the queue falls below its limit.
-    pub fn take(&self) -> Option<Rqe> {
-        let (rqe, event) = {
+    /// Takes the next posted receive element into `dst` (its SGEs in use;
+    /// see [`Ring::take_into`]), if any (receive path), and raises the
+    /// limit event when the queue falls below its limit.
+    pub fn take_into(&self, dst: &mut Rqe) -> bool {
+        let event = {
             let mut st = self.st.lock();
-            let rqe = self.ring.take(&mut st.get)?;
+            if !self.ring.take_into(&mut st.get, dst) {
+                return false;
+            }
             let mut event = false;
             if st.armed {
                 // Count the valid elements left (user space posts without
@@ -150,12 +153,12 @@ impl Srq {
                     event = true;
                 }
             }
-            (rqe, event)
+            event
         };
         if event {
             self.handle.limit_reached();
         }
-        Some(rqe)
+        true
     }
 
     /// Destroys the SRQ.

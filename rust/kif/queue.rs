@@ -138,7 +138,7 @@ impl Sqe {
 }
 
 /// A receive queue element (`struct siw_rqe`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Rqe {
     /// Work request id.
     pub id: u64,
@@ -405,16 +405,40 @@ impl Ring<Rqe> {
     /// one: reads it, gives the slot back and advances `*get` (the
     /// consumer index, kept under the caller's lock).
     pub fn take(&self, get: &mut u32) -> Option<Rqe> {
+        let mut rqe = Rqe::default();
+        self.take_into(get, &mut rqe).then_some(rqe)
+    }
+
+    /// As [`Ring::take`], into `dst`, reading only the SGEs in use: the
+    /// SGEs of `dst` past `num_sge` keep what they held. Every Send
+    /// received takes this path; a copy of the whole element costs memory
+    /// accesses.
+    pub fn take_into(&self, get: &mut u32, dst: &mut Rqe) -> bool {
         let i = *get;
         let flags = self.flags(i);
         if flags & WQE_VALID == 0 {
-            return None;
+            return false;
         }
-        let mut rqe = self.read(i);
-        rqe.flags = flags;
+        let p = self.slot(i);
+        // SAFETY: as in `read`: fields of a slot inside the allocation,
+        // aligned, plain integers valid for any bits.
+        let (id, num_sge) = unsafe {
+            (
+                ptr::read_volatile(ptr::addr_of!((*p).id)),
+                ptr::read_volatile(ptr::addr_of!((*p).num_sge)),
+            )
+        };
+        dst.id = id;
+        dst.flags = flags;
+        dst.num_sge = num_sge;
+        for (k, d) in dst.sge.iter_mut().enumerate().take(usize::from(num_sge)) {
+            // SAFETY: as above; `k < MAX_SGE`, the length of the array.
+            let s = unsafe { ptr::read_volatile(ptr::addr_of!((*p).sge[k])) };
+            *d = sge_from(&s);
+        }
         self.set_flags(i, 0);
         *get = i.wrapping_add(1);
-        Some(rqe)
+        true
     }
 
     /// Posts a kernel consumer's receive work request at `*put` (the

@@ -454,18 +454,19 @@ err:
 	return done;
 }
 
-static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
-			 unsigned int off, size_t len)
+/*
+ * Any other skb.  Not inlined into the actor: the kernel zeroes a stack
+ * variable such as the skb_seq_state at every call.
+ */
+static noinline int rsiw_rx_seq(struct rsiw_rx_desc *d, read_descriptor_t *rd,
+				struct sk_buff *skb, unsigned int off,
+				size_t len)
 {
-	struct rsiw_rx_desc *d = rd->arg.data;
 	struct skb_seq_state st;
 	unsigned int done = 0, n;
 	const u8 *data;
 	int r;
 
-	if (!IS_ENABLED(CONFIG_HIGHMEM) && !skb_has_frag_list(skb) &&
-	    skb_frags_readable(skb))
-		return rsiw_rx_frags(d, rd, skb, off, len);
 	skb_prepare_seq_read(skb, off, off + len, &st);
 	while ((n = skb_seq_read(done, &data, &st)) != 0) {
 		r = rsiw_sock_rx(d->ctx, data, n);
@@ -478,6 +479,17 @@ static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
 		done += n;
 	}
 	return done;
+}
+
+static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
+			 unsigned int off, size_t len)
+{
+	struct rsiw_rx_desc *d = rd->arg.data;
+
+	if (!IS_ENABLED(CONFIG_HIGHMEM) && !skb_has_frag_list(skb) &&
+	    skb_frags_readable(skb))
+		return rsiw_rx_frags(d, rd, skb, off, len);
+	return rsiw_rx_seq(d, rd, skb, off, len);
 }
 
 /* Pull all queued bytes into the Rust receive path (softirq context). */

@@ -316,6 +316,7 @@ impl SegmentHeader {
     /// at the control field). Checks DDP/RDMAP versions, opcode, T bit and
     /// the untagged QN of the opcode. A `buf` shorter than the opcode's
     /// header is a framing error.
+    #[inline(always)]
     pub fn parse(buf: &[u8]) -> Result<Self, ProtocolError> {
         let short = || {
             ProtocolError::Llp(LlpError::Framing(FramingFault::UlpduTooShort {

@@ -343,9 +343,12 @@ impl<C: Crc32c> Deframer<C> {
         let Some(raw) = fpdu.get(2..hdr_end) else {
             return Ok(None);
         };
-        let Ok(hdr) = SegmentHeader::parse(raw) else {
+        // Parsed into the slot it stays in until the FPDU ends: a copy of
+        // the header is a dozen memory accesses per FPDU.
+        self.hdr = SegmentHeader::parse(raw).ok();
+        if self.hdr.is_none() {
             return Ok(None);
-        };
+        }
         // Accepted: the steps of take_len, take_hdr, take_payload, the PAD
         // and take_crc.
         self.in_fpdu = true;
@@ -355,7 +358,10 @@ impl<C: Crc32c> Deframer<C> {
             self.crc.reset();
             self.crc.update(fpdu.get(..body_end).unwrap_or(&[]));
         }
-        self.start_fpdu(len, sink)?;
+        if let Err(e) = self.start_fpdu(len, sink) {
+            self.hdr = None;
+            return Err(e);
+        }
         if let Some(dst) = self.hdr_buf.get_mut(..hdr_need) {
             dst.copy_from_slice(raw);
         }
@@ -365,8 +371,13 @@ impl<C: Crc32c> Deframer<C> {
         let plen = ulpdu - hdr_need;
         self.payload_len = plen as u32;
         self.payload_done = 0;
-        sink.on_header(&hdr, raw, plen as u16)?;
-        self.hdr = Some(hdr);
+        let Some(hdr) = &self.hdr else {
+            return Ok(None);
+        };
+        if let Err(e) = sink.on_header(hdr, raw, plen as u16) {
+            self.hdr = None;
+            return Err(e);
+        }
         if plen > 0 {
             self.phase = Phase::Payload;
             self.payload_done = plen as u32;
@@ -398,9 +409,13 @@ impl<C: Crc32c> Deframer<C> {
                 received,
             }
         };
-        if let Some(h) = self.hdr.take() {
-            sink.on_fpdu_end(&h, verdict)?;
-        }
+        // (by reference: taking the header out would copy it)
+        let r = match &self.hdr {
+            Some(h) => sink.on_fpdu_end(h, verdict),
+            None => Ok(()),
+        };
+        self.hdr = None;
+        r?;
         if let CrcVerdict::Mismatch { computed, received } = verdict {
             return Err(LlpError::CrcMismatch { computed, received }.into());
         }
@@ -518,12 +533,14 @@ impl<C: Crc32c> Deframer<C> {
             return Ok(n);
         }
         let raw = self.hdr_buf.get(..self.hdr_need).unwrap_or(&[]);
-        let hdr = SegmentHeader::parse(raw)?;
+        let hdr = &*self.hdr.insert(SegmentHeader::parse(raw)?);
         let plen = usize::from(self.ulpdu_len) - self.hdr_need;
         self.payload_len = plen as u32;
         self.payload_done = 0;
-        sink.on_header(&hdr, raw, plen as u16)?;
-        self.hdr = Some(hdr);
+        if let Err(e) = sink.on_header(hdr, raw, plen as u16) {
+            self.hdr = None;
+            return Err(e);
+        }
         self.after_payload_check();
         Ok(n)
     }

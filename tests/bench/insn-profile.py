@@ -35,19 +35,39 @@ def sym(va):
 NV = 6
 
 
+class Per(collections.defaultdict):
+    """A defaultdict that can carry the per-phase table along."""
+
+
+PHASES = {
+    0: "kernel entry, interrupts, up to the doorbell",
+    1: "doorbell: ib_uverbs_write to tcp_sendmsg_locked",
+    2: "TCP, veth, the peer's TCP up to tcp_read_sock",
+    3: "the peer's receive: tcp_read_sock to tcp_rcv_space_adjust",
+    4: "after the receive: the rest of both system calls",
+}
+
+
 def load(n):
-    per = collections.defaultdict(lambda: [0] * NV)
+    """Per function totals, and per (phase, function) when the run had
+    phase markers (an eighth column)."""
+    per = Per(lambda: [0] * NV)
+    perph = collections.defaultdict(lambda: [0] * NV)
     for line in open(f"{d}/dump.{n}"):
         va, ex, *counts = line.split()
         va = int(va, 16)
         s = sym(va)
-        e = per[s]
+        ph = int(counts[NV - 1]) if len(counts) >= NV else None
         i = bisect.bisect_right(addrs, va) - 1
-        if i >= 0 and addrs[i] == va:
-            e[0] += int(ex)
-        for k, c in enumerate(counts[: NV - 1]):
-            e[k + 1] += int(c)
+        for e in (per[s],) + ((perph[(ph, s)],) if ph is not None else ()):
+            if i >= 0 and addrs[i] == va:
+                e[0] += int(ex)
+            for k, c in enumerate(counts[: NV - 1]):
+                e[k + 1] += int(c)
+    per.phases = perph
     return per
+
+
 
 
 runs = collections.defaultdict(dict)
@@ -106,3 +126,34 @@ for (test, size), by in runs.items():
         print("| --- | --- | --- |")
         for s, a, b in sorted(rows, key=lambda r: -abs(r[1][k] - r[2][k]))[:top]:
             print(f"| {s} | {a[k]:.1f} | {b[k]:.1f} |")
+
+    if not any(p.phases for p, _, _ in by.values()):
+        continue
+    print("\nby phase of a one-way message (instructions / memory accesses per iteration;"
+          " phases 1-3 are the critical path of a ping-pong on veth):\n")
+    print("| phase | rsiw | siw | rsiw - siw (instructions) |")
+    print("| --- | --- | --- | --- |")
+    for ph, what in PHASES.items():
+        cells, ins = [], []
+        for drv in ("rsiw", "siw"):
+            per, iters, _ = by[drv]
+            i = sum(v[1] for (p, _), v in per.phases.items() if p == ph) / iters
+            m = sum(v[2] for (p, _), v in per.phases.items() if p == ph) / iters
+            cells.append(f"{i:.0f} / {m:.0f}")
+            ins.append(i)
+        print(f"| {ph}: {what} | {cells[0]} | {cells[1]} | {ins[0] - ins[1]:+.0f} |")
+    for ph in (1, 2, 3):
+        qa = {s: v for (p, s), v in pa.phases.items() if p == ph}
+        qb = {s: v for (p, s), v in pb.phases.items() if p == ph}
+        names = set(qa) | set(qb)
+
+        def prow(s):
+            a, b = qa.get(s, [0] * NV), qb.get(s, [0] * NV)
+            return [x / ia for x in a], [x / ib for x in b]
+
+        print(f"\nphase {ph}, functions by |instructions rsiw - siw| per iteration (top {top}):\n")
+        print("| function | rsiw calls | insns | mems | siw calls | insns | mems |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for s in sorted(names, key=lambda s: -abs(prow(s)[0][1] - prow(s)[1][1]))[:top]:
+            a, b = prow(s)
+            print(f"| {s} | {a[0]:.2f} | {a[1]:.0f} | {a[2]:.0f} | {b[0]:.2f} | {b[1]:.0f} | {b[2]:.0f} |")
