@@ -80,8 +80,10 @@ latency-split: module
 	$(ROOT)/qemu-images/run -t 3600 "$$vars $(ROOT)/tests/bench/latency-split.sh"
 
 # Guest kernel instructions, memory accesses and atomics per message, rsiw
-# against siw in one boot, function by function (a QEMU TCG plugin,
-# tests/bench/tbprof.c; PROF_* variables: see tests/bench/insn-profile.sh).
+# against siw in one boot, function by function and per phase of a one-way
+# message (a QEMU TCG plugin, tests/bench/tbprof.c, its phase markers the
+# kernel functions below; PROF_NO_PHASES=1 drops the split;
+# PROF_* variables: see tests/bench/insn-profile.sh).
 insn-profile: module
 	@out=$(ROOT)/results/insn-profile-$$(date +%Y%m%d-%H%M%S); mkdir -p "$$out"; \
 	gcc -O2 -Wall -shared -fPIC -fvisibility=hidden -o "$$out/tbprof.so" $(ROOT)/tests/bench/tbprof.c && \

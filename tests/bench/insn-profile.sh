@@ -12,6 +12,9 @@
 #
 # Knobs: PROF_ITERS=20000 PROF_TESTS="ib_write_lat ib_send_lat"
 #        PROF_SIZE=64 PROF_MTU=1500
+#        PROF_NO_PHASES=1 (host side, Makefile: no split into the phases
+#        of a one-way message; the plugin then counts with inline adds,
+#        several times faster)
 set -u
 . "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 || {
 	echo "insn-profile: cannot source tests/guest/lib.sh" >&2
