@@ -49,7 +49,7 @@ use crate::wire::{
     mpa::{MpaMode, LARGE_FPDU_PAYLOAD},
     rdmap::{Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
     term::build_terminate,
-    tx::{frame_plain, Segment, Segmenter, TxBatch, TxPiece, PLAIN_TAIL_MAX},
+    tx::{frame_plain_head, Segment, Segmenter, TxBatch, TxPiece, PLAIN_TAIL_MAX},
 };
 
 /// Largest number of octets handed to TCP in one send call.
@@ -1390,19 +1390,13 @@ fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
 }
 
 /// The header of segment `seg` of `job`, encoded into `out`.
-fn segment_header(job: &Job, seg: &Segment, out: &mut [u8; HDR_MAX]) -> Option<usize> {
+fn segment_header(job: &Job, seg: &Segment, out: &mut [u8]) -> Option<usize> {
     if let Some(t) = &job.term {
         let n = usize::from(t.len);
         out.get_mut(..n)?.copy_from_slice(t.buf.get(..n)?);
         return Some(n);
     }
-    let mut h = job.hdr;
-    h.ctrl.last = seg.last;
-    match &mut h.ddp {
-        crate::wire::ddp::DdpHdr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(seg.offset)),
-        crate::wire::ddp::DdpHdr::Untagged(u) => u.mo = seg.offset,
-    }
-    h.encode(out)
+    job.hdr.encode_segment(seg.last, seg.offset, out)
 }
 
 /// Payload pieces [`send_single`] handles (more go the general way).
@@ -1419,8 +1413,10 @@ fn send_single(
     crc: bool,
     more: bool,
 ) -> Result<Option<(usize, usize)>> {
-    let mut hdr = [0u8; HDR_MAX];
-    let hn = segment_header(job, sg, &mut hdr).ok_or(EINVAL)?;
+    // The header is encoded where it is sent from, after the room of the
+    // ULPDU_Length field.
+    let mut head = [0u8; 2 + HDR_MAX];
+    let hn = segment_header(job, sg, head.get_mut(2..).unwrap_or(&mut [])).ok_or(EINVAL)?;
     let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
     let mut nd = 0;
     let mut done = 0u32;
@@ -1438,11 +1434,10 @@ fn send_single(
         done += d.len() as u32;
     }
     let data = data.get(..nd).unwrap_or(&[]);
-    let mut head = [0u8; 2 + HDR_MAX];
     let mut tail = [0u8; PLAIN_TAIL_MAX];
     let mut c = crate::kif::crc::KernelCrc32c::new();
-    let (hl, tl) = frame_plain(
-        hdr.get(..hn).unwrap_or(&[]),
+    let (hl, tl) = frame_plain_head(
+        hn,
         data,
         crc.then_some(&mut c),
         &mut head,

@@ -290,8 +290,29 @@ impl SegmentHeader {
     /// Encodes the header into `out`; returns its length (`None` when
     /// `out` is too small).
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
-        put(out, 0, &self.ctrl.encode())?;
-        let n = self.ddp.encode(out)?;
+        self.encode_parts(self.ctrl, &self.ddp, out)
+    }
+
+    /// Encodes the header of the segment at message offset `offset` of the
+    /// message whose first segment this header is: L bit `last`, and the
+    /// tagged offset advanced by `offset` (tagged) or MO `offset`
+    /// (untagged). The same as encoding an adjusted copy, without copying
+    /// the whole header (the transmit path does this per FPDU).
+    pub fn encode_segment(&self, last: bool, offset: u32, out: &mut [u8]) -> Option<usize> {
+        let ctrl = Control { last, ..self.ctrl };
+        let ddp = match self.ddp {
+            DdpHdr::Tagged(t) => DdpHdr::Tagged(TaggedHdr {
+                to: t.to.wrapping_add(u64::from(offset)),
+                ..t
+            }),
+            DdpHdr::Untagged(u) => DdpHdr::Untagged(UntaggedHdr { mo: offset, ..u }),
+        };
+        self.encode_parts(ctrl, &ddp, out)
+    }
+
+    fn encode_parts(&self, ctrl: Control, ddp: &DdpHdr, out: &mut [u8]) -> Option<usize> {
+        put(out, 0, &ctrl.encode())?;
+        let n = ddp.encode(out)?;
         match self.body {
             Body::None => Some(n),
             Body::ReadRequest(rr) => {

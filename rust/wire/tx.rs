@@ -382,17 +382,33 @@ pub fn frame_plain<C: Crc32c>(
     head: &mut [u8],
     tail: &mut [u8; PLAIN_TAIL_MAX],
 ) -> Result<(usize, usize), TxError> {
+    let h_hdr = head
+        .get_mut(MPA_HDR_LEN as usize..MPA_HDR_LEN as usize + hdr.len())
+        .ok_or(TxError::BufferTooSmall)?;
+    h_hdr.copy_from_slice(hdr);
+    frame_plain_head(hdr.len(), payload, crc, head, tail)
+}
+
+/// [`frame_plain`] for a header of `hdr_len` octets already in place in
+/// `head`, after the room of the ULPDU_Length field (saves a copy).
+pub fn frame_plain_head<C: Crc32c>(
+    hdr_len: usize,
+    payload: &[&[u8]],
+    crc: Option<&mut C>,
+    head: &mut [u8],
+    tail: &mut [u8; PLAIN_TAIL_MAX],
+) -> Result<(usize, usize), TxError> {
     let payload_len: usize = payload.iter().map(|p| p.len()).sum();
-    let ulpdu = hdr
-        .len()
+    let ulpdu = hdr_len
         .checked_add(payload_len)
         .and_then(|n| u16::try_from(n).ok())
         .ok_or(TxError::UlpduTooLong)?;
-    let head_len = MPA_HDR_LEN as usize + hdr.len();
+    let head_len = MPA_HDR_LEN as usize + hdr_len;
     let h = head.get_mut(..head_len).ok_or(TxError::BufferTooSmall)?;
-    let (len_field, h_hdr) = h.split_at_mut(MPA_HDR_LEN as usize);
+    let len_field = h
+        .get_mut(..MPA_HDR_LEN as usize)
+        .ok_or(TxError::BufferTooSmall)?;
     len_field.copy_from_slice(&ulpdu.to_be_bytes());
-    h_hdr.copy_from_slice(hdr);
     let pad = mpa::pad_len(u32::from(ulpdu)) as usize;
     *tail = [0; PLAIN_TAIL_MAX];
     if let Some(c) = crc {

@@ -350,7 +350,7 @@ bench_topo_up() { # mtu
 	in_a ip link del va || return 1
 	ip link add va netns "$NS_A" mtu "$1" index 101 type veth peer name vb netns "$NS_B" mtu "$1" index 102 &&
 		in_a ip addr add "$IP_A/24" dev va && in_b ip addr add "$IP_B/24" dev vb &&
-		in_a ip link set va up && in_b ip link set vb up
+		in_a ip link set va up && in_b ip link set vb up && neigh_pin
 }
 
 # ---- resume after a guest crash

@@ -26,7 +26,7 @@ TESTS=${PROF_TESTS:-"ib_write_lat ib_send_lat"}
 SIZE=${PROF_SIZE:-64}
 MTU=${PROF_MTU:-1500}
 
-topo_up "$MTU" >/dev/null 2>&1 || exit 1
+topo_up "$MTU" >/dev/null 2>&1 && neigh_pin || exit 1
 insmod "$RSIW_KO" || exit 1
 modprobe siw || exit 1
 cat /proc/kallsyms >"$OUT/kallsyms"

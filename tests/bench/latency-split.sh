@@ -42,7 +42,7 @@ mountpoint -q $T || mount -t tracefs nodev $T || exit 1
 	echo "latency-split: the kernel has no kprobe events" >&2
 	exit 1
 }
-topo_up "$MTU" >/dev/null 2>&1 || exit 1
+topo_up "$MTU" >/dev/null 2>&1 && neigh_pin || exit 1
 insmod "$RSIW_KO" || exit 1
 modprobe siw || exit 1
 mhz=$(awk '/cpu MHz/ {print $4; exit}' /proc/cpuinfo)

@@ -39,6 +39,18 @@ topo_up() { # [MTU]
 		in_a ip link set lo up && in_b ip link set lo up
 }
 
+# neigh_pin: permanent neighbour entries between va and vb, for
+# measurements. Otherwise the first traffic after topo_up finds ns B's
+# entry for A learnt from A's ARP request (STALE, then DELAY for 5 s):
+# until it is confirmed, B's packets take the slower neigh_resolve_output
+# path, and whichever driver runs first is measured slower.
+neigh_pin() {
+	local ma mb
+	ma=$(in_a cat /sys/class/net/va/address) && mb=$(in_b cat /sys/class/net/vb/address) &&
+		in_a ip neigh replace "$IP_B" lladdr "$mb" dev va nud permanent &&
+		in_b ip neigh replace "$IP_A" lladdr "$ma" dev vb nud permanent
+}
+
 topo_down() {
 	ip netns del "$NS_A" 2>/dev/null
 	ip netns del "$NS_B" 2>/dev/null
