@@ -1436,14 +1436,8 @@ fn send_single(
     let data = data.get(..nd).unwrap_or(&[]);
     let mut tail = [0u8; PLAIN_TAIL_MAX];
     let mut c = crate::kif::crc::KernelCrc32c::new();
-    let (hl, tl) = frame_plain_head(
-        hn,
-        data,
-        crc.then_some(&mut c),
-        &mut head,
-        &mut tail,
-    )
-    .map_err(|_| EINVAL)?;
+    let (hl, tl) = frame_plain_head(hn, data, crc.then_some(&mut c), &mut head, &mut tail)
+        .map_err(|_| EINVAL)?;
     let mut v: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
     let pieces = Iterator::chain(
         Iterator::chain(

@@ -59,13 +59,12 @@ impl Pinner {
             pages: KVVec::new(),
         };
         this.pages.reserve(npages, GFP_KERNEL)?;
-        let spare = this.pages.spare_capacity_mut();
-        // SAFETY: `spare` has room for `npages` addresses (a
+        let out = this.pages.spare_capacity_mut().as_mut_ptr().cast();
+        // SAFETY: `out` has room for `npages` addresses (a
         // `MaybeUninit<PageAddr>` has the layout of a pointer); the umem is
         // pinned, and its pages stay in the direct map (64-bit, no highmem:
         // the glue refuses to build otherwise) until it is released.
-        let n =
-            unsafe { glue::rsiw_umem_page_addrs(umem.as_ptr(), spare.as_mut_ptr().cast(), npages) };
+        let n = unsafe { glue::rsiw_umem_page_addrs(umem.as_ptr(), out, npages) };
         if n != npages {
             return Err(EFAULT);
         }

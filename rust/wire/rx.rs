@@ -371,6 +371,8 @@ impl<C: Crc32c> Deframer<C> {
         let plen = ulpdu - hdr_need;
         self.payload_len = plen as u32;
         self.payload_done = 0;
+        // (`self.hdr` was set above; it is borrowed only from here on, as
+        // `start_fpdu` needs all of `self`)
         let Some(hdr) = &self.hdr else {
             return Ok(None);
         };
