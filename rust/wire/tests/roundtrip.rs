@@ -520,3 +520,36 @@ fn batch_next_whole_segment_keeps_large_fpdus_whole() {
     assert_eq!(first, Some(max));
     assert!(second.is_some_and(|l| l < max), "{second:?}");
 }
+
+proptest! {
+    /// `encode_segment` (the transmit path's per-FPDU header) writes the
+    /// octets of the first segment's header with its L bit and its TO or
+    /// MO adjusted, i.e. what encoding an adjusted copy writes.
+    #[test]
+    fn encode_segment_matches_adjusted_copy(
+        tagged in any::<bool>(),
+        stag in any::<u32>(),
+        to in any::<u64>(),
+        msn in any::<u32>(),
+        last0 in any::<bool>(),
+        last in any::<bool>(),
+        offset in any::<u32>(),
+    ) {
+        let first = if tagged {
+            SegmentHeader::write(stag, to, last0)
+        } else {
+            SegmentHeader::send(Opcode::SendInvalidate, stag, msn, 0, last0)
+        };
+        let mut copy = first;
+        copy.ctrl.last = last;
+        match &mut copy.ddp {
+            DdpHdr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(offset)),
+            DdpHdr::Untagged(u) => u.mo = offset,
+        }
+        let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+        let na = first.encode_segment(last, offset, &mut a);
+        let nb = copy.encode(&mut b);
+        prop_assert_eq!(na, nb);
+        prop_assert_eq!(a, b);
+    }
+}
