@@ -12,6 +12,8 @@
 #   make fmt      rustfmt the whole tree
 #   make bench    rsiw vs upstream siw perftest matrix in one guest (~25-40 min),
 #                 results/bench-<date>/ (BENCH_REPS, BENCH_DRIVERS, ... : see tests/bench/bench.sh)
+#   make lat-pair rsiw vs siw ping-pong latency with both drivers' connections up
+#                 at once, alternating every few iterations (tests/bench/latpair.sh)
 #   make latency-split  where a one-way ping-pong message's time goes, rsiw vs siw
 #                 (kprobe timestamps, one guest, ~3 min; see tests/bench/latency-split.sh)
 
@@ -20,7 +22,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench latency-split insn-profile fuzz miri
+.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile fuzz miri
 
 all: module
 
@@ -72,6 +74,13 @@ clean:
 	@kdir=$$($(KDIR_CMD) 2>/dev/null) && \
 	$(MAKE) -C "$$kdir" M=$(ROOT) clean || true
 	@rm -rf $(ROOT)/target
+
+# Ping-pong latency of rsiw against siw, both connected at once and
+# alternating every PAIR_ITERS iterations (PAIR_* variables: see
+# tests/bench/latpair.sh), so that both see the same speed drift of TCG.
+lat-pair: module
+	@vars=$$(for v in $${!PAIR_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
+	$(ROOT)/qemu-images/run -t 3600 "$$vars $(ROOT)/tests/bench/latpair.sh"
 
 # Where the time of a one-way message goes, rsiw against siw in one boot
 # (kprobe timestamps; SPLIT_* variables: see tests/bench/latency-split.sh).
