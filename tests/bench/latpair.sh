@@ -17,6 +17,7 @@
 #
 # Knobs: PAIR_MTUS="1500 9000" PAIR_TESTS="write send read"
 #        PAIR_SIZES="64 4096" PAIR_BLOCKS=40 PAIR_ITERS=50 PAIR_WARM=200
+#        PAIR_RSIW_PARAMS="mpa_large_fpdu=0 ..." (insmod parameters)
 # Results: results/latpair-<date>/ (PAIR_OUT overrides): table.md, raw.log.
 set -u
 . "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 || {
@@ -38,7 +39,8 @@ PORT=19000
 mkdir -p "$OUT" || exit 1
 RAW=$OUT/raw.log
 gcc -O2 -Wall -Wextra -o "$BIN" "$RSIW_REPO/tests/bench/latpair.c" -lrdmacm -libverbs || exit 1
-load_rsiw || exit 1
+# shellcheck disable=SC2086
+load_rsiw ${PAIR_RSIW_PARAMS:-} || exit 1
 load_siw || exit 1
 
 second_pair() { # MTU
