@@ -28,7 +28,10 @@
 #                         drivers: about 13 or 17-20 us for 64 B Writes, by
 #                         run), so the median needs more runs than bandwidth
 #   BENCH_BW_SIZES="4096 65536 1048576"  BENCH_LAT_SIZES="64 4096"
-#   BENCH_TESTS="bw lat msgrate"         (subset for quick iteration)
+#   BENCH_TESTS="bw lat msgrate pair"    (subset for quick iteration); pair:
+#                         tests/bench/latpair.sh after the matrix, both
+#                         drivers' latency from one process pair, results
+#                         in pair/ (PAIR_* knobs pass through)
 set -u
 . "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 || {
 	echo "bench: cannot source tests/guest/lib.sh" >&2
@@ -44,7 +47,7 @@ LAT_ITERS=${BENCH_LAT_ITERS:-1000}
 LAT_RUNS=${BENCH_LAT_RUNS:-3}
 BW_SIZES=${BENCH_BW_SIZES:-"4096 65536 1048576"}
 LAT_SIZES=${BENCH_LAT_SIZES:-"64 4096"}
-TESTS=${BENCH_TESTS:-"bw lat msgrate"}
+TESTS=${BENCH_TESTS:-"bw lat msgrate pair"}
 MSGRATE_QPS=8
 MSGRATE_SIZE=64
 MSGRATE_LIST=16
@@ -362,7 +365,11 @@ bench_topo_up() { # mtu
 CRASHED=""
 if [ -s "$PROGRESS" ]; then
 	last=$(tail -1 "$PROGRESS")
-	if [ "${last%% *}" = start ]; then
+	if [ "$last" = "start pair" ]; then
+		# The guest died in latpair.sh: not run again.
+		echo "=== guest died during latpair.sh; resumed in a new boot" >>"$LOG"
+		echo "done pair" >>"$PROGRESS"
+	elif [ "${last%% *}" = start ]; then
 		read -r _ cmtu crep cdrv <<<"$last"
 		echo "crashed $cmtu $crep $cdrv" >>"$PROGRESS"
 		echo "=== guest died during $cdrv mtu $cmtu rep $crep; resumed in a new boot" >>"$LOG"
@@ -437,6 +444,18 @@ for mtu in $MTUS; do
 	links_down
 	topo_down
 done
+
+# Both drivers at once, alternating every few iterations (latpair.sh):
+# latency ratios that the host's speed drift does not move.
+if [[ " $TESTS " == *" pair "* ]] && ! grep -qx "done pair" "$PROGRESS" 2>/dev/null; then
+	echo "start pair" >>"$PROGRESS"
+	sync
+	say "interleaved latency (latpair.sh), mtus '$MTUS'"
+	PAIR_MTUS=${PAIR_MTUS:-$MTUS} PAIR_OUT=$OUT/pair "$RSIW_REPO/tests/bench/latpair.sh" >>"$LOG" 2>&1 ||
+		say "latpair.sh failed (see runs.log)"
+	echo "done pair" >>"$PROGRESS"
+	sync
+fi
 
 bad=$(dmesg | tail -n +"$((KMSG_LINE + 1))" | grep -E "$KMSG_BAD")
 if [ -n "$bad" ]; then

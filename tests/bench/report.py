@@ -303,6 +303,13 @@ def main():
     if not mtus:
         mtus = sorted({k[0] for k in res.seen}, key=int)
     md = table(res, meta, host, mtus)
+    pair = os.path.join(OUT, "pair", "table.md")
+    if os.path.exists(pair):
+        # latpair.sh's own table, under a heading of this report
+        with open(pair) as f:
+            lines = f.read().splitlines()
+        md += "\n## Both drivers in one process pair (latpair)\n\n"
+        md += "\n".join(l for l in lines if not l.startswith("# ")).strip() + "\n"
     with open(os.path.join(OUT, "table.md"), "w") as f:
         f.write(md)
     print(md)
