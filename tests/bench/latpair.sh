@@ -46,11 +46,8 @@ load_siw || exit 1
 second_pair() { # MTU
 	ip link add va2 netns "$NS_A" mtu "$1" type veth peer name vb2 netns "$NS_B" mtu "$1" &&
 		in_a ip addr add "$IP_A2/24" dev va2 && in_b ip addr add "$IP_B2/24" dev vb2 &&
-		in_a ip link set va2 up && in_b ip link set vb2 up || return 1
-	local ma mb
-	ma=$(in_a cat /sys/class/net/va2/address) && mb=$(in_b cat /sys/class/net/vb2/address) &&
-		in_a ip neigh replace "$IP_B2" lladdr "$mb" dev va2 nud permanent &&
-		in_b ip neigh replace "$IP_A2" lladdr "$ma" dev vb2 nud permanent
+		in_a ip link set va2 up && in_b ip link set vb2 up &&
+		neigh_pin va2 vb2 "$IP_A2" "$IP_B2"
 }
 
 links() { # rsiw's pair (1 or 2)

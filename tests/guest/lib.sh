@@ -44,11 +44,12 @@ topo_up() { # [MTU]
 # entry for A learnt from A's ARP request (STALE, then DELAY for 5 s):
 # until it is confirmed, B's packets take the slower neigh_resolve_output
 # path, and whichever driver runs first is measured slower.
+# neigh_pin DEV_A DEV_B ADDR_A ADDR_B pins another pair's entries.
 neigh_pin() {
-	local ma mb
-	ma=$(in_a cat /sys/class/net/va/address) && mb=$(in_b cat /sys/class/net/vb/address) &&
-		in_a ip neigh replace "$IP_B" lladdr "$mb" dev va nud permanent &&
-		in_b ip neigh replace "$IP_A" lladdr "$ma" dev vb nud permanent
+	local da=${1:-va} db=${2:-vb} ia=${3:-$IP_A} ib=${4:-$IP_B} ma mb
+	ma=$(in_a cat "/sys/class/net/$da/address") && mb=$(in_b cat "/sys/class/net/$db/address") &&
+		in_a ip neigh replace "$ib" lladdr "$mb" dev "$da" nud permanent &&
+		in_b ip neigh replace "$ia" lladdr "$ma" dev "$db" nud permanent
 }
 
 topo_down() {
