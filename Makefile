@@ -112,7 +112,7 @@ insn-profile: module
 # BENCH_* variables from the environment are passed into the guest.
 bench: module
 	@out=$(ROOT)/results/bench-$$(date +%Y%m%d-%H%M%S); mkdir -p "$$out"; t0=$$(date +%s); \
-	vars=$$(for v in $${!BENCH_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
+	vars=$$(for v in $${!BENCH_@} $${!PAIR_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
 	for boot in 1 2 3; do \
 		RSIW_CONSOLE=$$out/console-boot$$boot.log $(ROOT)/qemu-images/run -t 5400 \
 			"$$vars BENCH_OUT=$$out $(ROOT)/tests/bench/bench.sh"; rc=$$?; \
