@@ -60,10 +60,10 @@ impl Pinner {
         };
         this.pages.reserve(npages, GFP_KERNEL)?;
         let out = this.pages.spare_capacity_mut().as_mut_ptr().cast();
+        // The umem is pinned, and its pages stay in the direct map (64-bit,
+        // no highmem: the glue refuses to build otherwise) until released.
         // SAFETY: `out` has room for `npages` addresses (a
-        // `MaybeUninit<PageAddr>` has the layout of a pointer); the umem is
-        // pinned, and its pages stay in the direct map (64-bit, no highmem:
-        // the glue refuses to build otherwise) until it is released.
+        // `MaybeUninit<PageAddr>` has the layout of a pointer).
         let n = unsafe { glue::rsiw_umem_page_addrs(umem.as_ptr(), out, npages) };
         if n != npages {
             return Err(EFAULT);

@@ -37,14 +37,13 @@ impl<const N: usize> PerCpuCounters<N> {
         if i >= N {
             return;
         }
+        // What `this_cpu_add()` compiles to on x86-64: one `add` to the
+        // per-CPU pointer relative to %gs (this CPU's copy), so that the data
+        // path's counters cost no call. One instruction on one CPU's copy
+        // cannot be split by preemption or interrupts.
         #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
-        // SAFETY: `ptr` is a live per-CPU area of `N` counters (a per-CPU
-        // pointer, which %gs turns into this CPU's copy) and `i < N`. A
-        // single instruction on one CPU's copy cannot be split by
-        // preemption or interrupts, so this is safe in any context. (What
-        // `this_cpu_add()` compiles to on x86-64: one `add` to the per-CPU
-        // pointer relative to %gs, so that the data path's counters cost no
-        // call.)
+        // SAFETY: `ptr` is a live per-CPU area of `N` counters and `i < N`;
+        // a single `add` to this CPU's copy is safe in any context.
         unsafe {
             core::arch::asm!(
                 "add qword ptr gs:[{p}], {v}",
