@@ -462,6 +462,9 @@ if [ -n "$bad" ]; then
 	say "kernel log warnings during the run (see $OUT/kmsg.txt)"
 fi
 dmesg >"$OUT/kmsg.txt"
+# The guest's clock source at the end (qemu-images/run passes tsc=reliable;
+# an HPET clock makes every timestamp an emulated MMIO read).
+cat /sys/devices/system/clocksource/clocksource0/current_clocksource >"$OUT/clocksource" 2>/dev/null
 say "done: $(grep -c $'\tok$' "$TSV") ok, $(grep -c $'\tfail$' "$TSV") fail"
 sync
 exit 0

@@ -78,6 +78,11 @@ def load(out):
             meta = json.load(f)
     except (OSError, ValueError):
         pass
+    try:
+        with open(os.path.join(out, "clocksource")) as f:
+            meta["clocksource"] = f.read().strip()
+    except OSError:
+        pass
     return rows, meta
 
 
@@ -147,6 +152,8 @@ def table(res, meta, host, mtus):
     add(f"- guest kernel: {meta.get('guest_kernel', '?')} ({meta.get('guest_kernel_version', '')}), "
         f"{meta.get('guest_cpus', '?')} vCPUs, {int(meta.get('guest_mem_kib', 0)) // 1024} MiB, QEMU TCG")
     add(f"- QEMU: {host.get('qemu_version') or meta.get('qemu_version', '?')}")
+    if meta.get("clocksource"):
+        add(f"- guest clock source at the end of the run: {meta['clocksource']}")
     add(f"- host CPU: {host.get('host_cpu_model', '?')} ({host.get('host_cpus', '?')} CPUs), "
         f"host kernel {host.get('host_kernel', '?')}")
     add(f"- user space: rdma-core {meta.get('rdma_core', '?')}, perftest {meta.get('perftest', '?')}, "
