@@ -75,24 +75,31 @@ links() { # rsiw's pair (1 or 2)
 
 # one MTU TEST SIZE RSIW_PAIR: prints "rsiw_us siw_us ratio block_ratio"
 one() {
-	local mtu=$1 t=$2 z=$3 rp=$4 addrs opts spid out i
+	local mtu=$1 t=$2 z=$3 rp=$4 addrs opts spid out i try
 	if [ "$rp" = 1 ]; then addrs=$IP_B,$IP_B2; else addrs=$IP_B2,$IP_B; fi
-	PORT=$((PORT + 1))
-	opts=(-p "$PORT" -t "$t" -z "$z" -n "$BLOCKS" -k "$ITERS" -w "$WARM")
-	in_b timeout 300 "$BIN" -s "$addrs" "${opts[@]}" >/tmp/latpair.srv 2>&1 &
-	spid=$!
-	for i in $(seq 1 50); do
-		grep -q listening /tmp/latpair.srv && break
-		sleep 0.1
+	# On a loaded host a new device may still refuse the connection
+	# (rdma_connect: EINVAL, seen on siw's) after the wait in links():
+	# the server then ends too, and both start again on a new port.
+	for try in 1 2 3; do
+		PORT=$((PORT + 1))
+		opts=(-p "$PORT" -t "$t" -z "$z" -n "$BLOCKS" -k "$ITERS" -w "$WARM")
+		in_b timeout 300 "$BIN" -s "$addrs" "${opts[@]}" >/tmp/latpair.srv 2>&1 &
+		spid=$!
+		for i in $(seq 1 50); do
+			grep -q listening /tmp/latpair.srv && break
+			sleep 0.1
+		done
+		out=$(in_a timeout 300 "$BIN" -c "$addrs" "${opts[@]}" 2>&1)
+		wait "$spid"
+		{
+			echo "=== mtu $mtu $t $z, rsiw on pair $rp (attempt $try)"
+			echo "$out"
+			echo "--- server"
+			cat /tmp/latpair.srv
+		} >>"$RAW"
+		grep -q "rdma_connect: Invalid argument" <<<"$out" || break
+		sleep 2
 	done
-	out=$(in_a timeout 300 "$BIN" -c "$addrs" "${opts[@]}" 2>&1)
-	wait "$spid"
-	{
-		echo "=== mtu $mtu $t $z, rsiw on pair $rp"
-		echo "$out"
-		echo "--- server"
-		cat /tmp/latpair.srv
-	} >>"$RAW"
 	awk '$1 == "latpair" {print $4, $5, $6, $7}' <<<"$out"
 }
 
