@@ -74,6 +74,20 @@ use_pair() {
 	add_dev "$NS_A" "${1}a" "$1" va && add_dev "$NS_B" "${1}b" "$1" vb && USE_PAIR=$1
 }
 
+# guest_prog NAME: prints the path of the test program built from NAME.c
+# in this directory: the one built on the host before the boot
+# (tests/guest/Makefile, into RSIW_PROG_DIR) when it is newer than its
+# source, else one built here into a new temporary directory.
+RSIW_PROG_DIR=${RSIW_PROG_DIR:-$RSIW_REPO/target/guest}
+guest_prog() {
+	local out=$RSIW_PROG_DIR
+	if [ ! -x "$out/$1" ] || [ "$RSIW_TESTDIR/$1.c" -nt "$out/$1" ]; then
+		out=$(mktemp -d)
+		make -s -C "$RSIW_TESTDIR" OUTPUT="$out" KSFT_DIR="$KSFT_DIR" "$out/$1" >&2 || return 1
+	fi
+	echo "$out/$1"
+}
+
 load_rsiw() { lsmod | grep -q '^rsiw ' || insmod "$RSIW_KO" "$@"; }
 unload_rsiw() { ! lsmod | grep -q '^rsiw ' || rmmod rsiw; }
 load_siw() { lsmod | grep -q '^siw ' || modprobe siw; }
@@ -93,14 +107,16 @@ kmsg_check() {
 }
 
 # check DESC COMMAND...: one KTAP test; fails on a non-zero exit or on a bad
-# kernel log line appearing during the command.
+# kernel log line appearing during the command. Its duration is printed
+# as a diagnostic line ("# took N s") before the result.
 check() {
-	local desc=$1
+	local desc=$1 t0=$SECONDS
 	shift
 	kmsg_mark
 	local out rc
 	out=$("$@" 2>&1)
 	rc=$?
+	echo "# took $((SECONDS - t0)) s"
 	if [ $rc -ne 0 ]; then
 		echo "$out" | tail -n 30 | sed 's/^/# /'
 		kmsg_check

@@ -57,7 +57,6 @@ HOSTILE_SEED=${HOSTILE_SEED:-20261122}
 HOSTILE_MODPARAMS=${HOSTILE_MODPARAMS-}
 MARKERS_PARAM=/sys/module/rsiw/parameters/mpa_markers
 WORK=$(mktemp -d)
-CANARY=$WORK/rsiw_canary
 # (subshells run the EXIT trap too: only the main shell cleans up)
 trap '[ $BASHPID = '$$' ] && rm -rf "$WORK"' EXIT
 
@@ -67,7 +66,7 @@ if [ ! -x "$HP" ]; then
 	exit "$KSFT_SKIP"
 fi
 if [ "$HOSTILE_SERVER" = canary ] &&
-	! gcc -O2 -Wall -Wextra -o "$CANARY" "$RSIW_TESTDIR/rsiw_canary.c" -lrdmacm -libverbs; then
+	! CANARY=$(guest_prog rsiw_canary); then
 	ktap_exit_fail_msg "cannot build rsiw_canary.c"
 fi
 SCEN=($("$HP" --list | awk '{print $1}'))

@@ -3,9 +3,7 @@
 # Builds rsiw_ibv.c with the kernel's kselftest harness and runs it against
 # rsiw0 (and siw0 as the reference) through stock libibverbs.
 . "$(dirname "$0")/lib.sh"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-if ! gcc -O2 -Wall -I"$KSFT_DIR/.." -o "$out/rsiw_ibv" "$RSIW_TESTDIR/rsiw_ibv.c" -libverbs; then
+if ! IBV=$(guest_prog rsiw_ibv); then
 	ktap_print_header
 	ktap_exit_fail_msg "cannot build rsiw_ibv.c"
 fi
@@ -17,7 +15,7 @@ kmsg_mark
 rc=0
 for d in rsiw0 siw0; do
 	echo "# device $d"
-	RSIW_DEV=$d "$out/rsiw_ibv" || rc=1
+	RSIW_DEV=$d "$IBV" || rc=1
 done
 kmsg_check || rc=1
 del_dev rsiw0; del_dev siw0; unload_rsiw; rmmod siw; topo_down

@@ -34,14 +34,13 @@ SOAK=${STRESS_SOAK_SECS:-20}
 NQP=${STRESS_QPS:-256}
 NCYC=${STRESS_CYCLES:-1000}
 WORK=$(mktemp -d)
-BIN=$WORK/rsiw_stress
 INFO=$WORK/info
 # (subshells run the EXIT trap too: only the main shell cleans up)
 trap '[ $BASHPID = '$$' ] && rm -rf "$WORK"' EXIT
 PORT=7300
 
 [ "${1:-}" = --lib ] || ktap_print_header
-if ! gcc -O2 -Wall -o "$BIN" "$RSIW_TESTDIR/rsiw_stress.c" -lrdmacm -libverbs -lpthread; then
+if ! BIN=$(guest_prog rsiw_stress); then
 	ktap_exit_fail_msg "cannot build rsiw_stress.c"
 fi
 [ "${1:-}" = --lib ] || ktap_set_plan 13

@@ -204,8 +204,8 @@ large_fpdus_to_siw() {
 # also right after each side of the QP used it (each remembers the last
 # STag it looked up): tests/guest/rsiw_stale.c.
 stale_stags() {
-	local bin=/tmp/rsiw_stale rc
-	gcc -O2 -Wall -Wextra -o "$bin" "$RSIW_TESTDIR/rsiw_stale.c" -lrdmacm -libverbs || return 1
+	local bin rc
+	bin=$(guest_prog rsiw_stale) || return 1
 	PORT=18516
 	serve "$bin" -s "$IP_B" -p $PORT
 	in_a timeout $(tmo 60) "$bin" -c "$IP_B" -p $PORT

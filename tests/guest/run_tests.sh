@@ -9,16 +9,15 @@
 # 8192) of what it was before the first file, after dropping caches and
 # letting deferred frees (RCU, namespace cleanup) run.
 #
-# RSIW_BUDGET_SECS, when set, is the time this run may take (make check's
-# share for the debug kernel, tests/run-all). Before each file the runner
-# estimates its duration: the file's weight below, scaled by how the files
-# so far ran against theirs. A file that would not end within the budget,
-# with rsiw_leaks.sh's share kept for it, is reported as a KTAP SKIP and
-# not run; a slow machine thus skips the last files instead of having the
-# whole boot killed by the timeout. Each file's duration is printed.
+# Each file's duration is printed ("# FILE took N s"; tests/run-all
+# collects them into its timing table).
 cd "$(dirname "$0")" || exit 1
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(rsiw_*.sh)
+if [ ${#tests[@]} = 0 ]; then
+	tests=(rsiw_*.sh)
+	# rsiw_leaks.sh is for the debug kernel only (tests/run-debug)
+	[ -e /proc/lockdep_stats ] || tests=("${tests[@]/rsiw_leaks.sh/}")
+fi
 SLACK=${RSIW_SLAB_SLACK_KB:-8192}
 
 settle() {
@@ -35,48 +34,16 @@ sunreclaim() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 KML=/sys/kernel/debug/kmemleak
 [ ! -w "$KML" ] || echo scan=off >"$KML"
 
-# Seconds each file takes on the debug kernel (2-core project machine).
-weight() {
-	case $1 in
-	rsiw_device.sh) echo 60 ;;
-	rsiw_verbs.sh) echo 120 ;;
-	rsiw_ibv.sh) echo 150 ;;
-	rsiw_hostile.sh) echo 450 ;;
-	rsiw_traffic.sh) echo 450 ;;
-	rsiw_nvmeof.sh) echo 150 ;;
-	rsiw_stress.sh) echo 300 ;;
-	rsiw_leaks.sh) echo 120 ;;
-	*) echo 150 ;;
-	esac
-}
-BUDGET=${RSIW_BUDGET_SECS:-}
-start=$(date +%s) ran_w=0 ran_s=0 keep_w=0
-for t in "${tests[@]}"; do
-	[ "$t" != rsiw_leaks.sh ] || keep_w=$(weight "$t")
-done
-
 settle
 base=$(sunreclaim)
 echo "# baseline: SUnreclaim ${base} kB"
 rc=0
 for t in "${tests[@]}"; do
+	[ -n "$t" ] || continue
 	echo "# ---- $t"
 	t0=$(date +%s)
-	if [ -n "$BUDGET" ] && [ "$t" != rsiw_leaks.sh ]; then
-		# speed against the weights, in percent (100 before any file ran)
-		f=100
-		[ "$ran_w" = 0 ] || f=$((ran_s * 100 / ran_w))
-		[ "$f" -ge 50 ] || f=50
-		need=$(( ($(weight "$t") + keep_w) * f / 100 ))
-		left=$((BUDGET - (t0 - start)))
-		if [ "$need" -gt "$left" ]; then
-			echo "ok 1 $t # SKIP make check's time budget: about ${need} s needed, ${left} s left"
-			continue
-		fi
-	fi
 	./"$t"
 	r=$?
-	ran_s=$((ran_s + $(date +%s) - t0)) ran_w=$((ran_w + $(weight "$t")))
 	echo "# $t took $(($(date +%s) - t0)) s"
 	# 4 is kselftest's KSFT_SKIP (e.g. rsiw_leaks.sh off the debug kernel)
 	[ $r = 0 ] || [ $r = 4 ] || rc=1
