@@ -141,6 +141,10 @@ scenario() {
 		mk=$(cat "$MARKERS_PARAM")
 		echo 1 >"$MARKERS_PARAM"
 	fi
+	# (the flushed Read's sink must stay untouched: only there is no
+	# octet of the Read Response legitimately placed before the error)
+	local opts=$HOSTILE_CANARY_OPTS
+	[ "$1" = read_resp_after_flush ] && HOSTILE_CANARY_OPTS="$opts -f"
 	if serve; then
 		in_a "$HP" --target "$IP_B:$PORT" --scenario "$1" --timeout "$HOSTILE_TIMEOUT"
 		[ $? = 0 ] && rc=0 || rc=1
@@ -151,6 +155,7 @@ scenario() {
 		fi
 		unserve || rc=2
 	fi
+	HOSTILE_CANARY_OPTS=$opts
 	[ -z "$mk" ] || echo "$mk" >"$MARKERS_PARAM"
 	return $rc
 }

@@ -188,6 +188,34 @@ pub const ALL: &[Scenario] = &[
         "[STag table] Send with Invalidate of the other PD's MR: expect TERMINATE RDMAP STag cannot be invalidated (protection)"
     ),
     sc!(
+        send_inv_stale_key,
+        "[STag table] Send with Invalidate naming the invalidatable MR's index with another key (a stale STag): expect TERMINATE RDMAP STag cannot be invalidated (operation)"
+    ),
+    sc!(
+        after_terminate,
+        "[STag table] a TERMINATE, then in the same TCP write a Write to the invalidatable MR, a Send and a malformed FPDU: expect nothing placed or completed, no TERMINATE back, the connection closed"
+    ),
+    sc!(
+        ulpdu_shorter_than_header,
+        "ULPDU_Length 0, 1, 2, 13 (< tagged header) and 17 (< Send header), one connection each: expect TERMINATE LLP/MPA framing error every time"
+    ),
+    sc!(
+        read_resp_too_long,
+        "[sink MR 64 octets] Read Response of 32 octets to the server's 16 octet Read (inside the sink MR): expect TERMINATE DDP tagged base/bounds, no octet placed past the 16"
+    ),
+    sc!(
+        read_resp_wrong_stag,
+        "Read Response to another sink STag than the Read Request named: expect TERMINATE DDP tagged invalid STag"
+    ),
+    sc!(
+        read_resp_wrong_to,
+        "Read Response to the right sink STag at TO + 8: expect TERMINATE DDP tagged base/bounds"
+    ),
+    sc!(
+        read_resp_after_flush,
+        "a malformed FPDU while the server's Read is outstanding, then (after rsiw's TERMINATE) the Read Response: expect one TERMINATE, the flushed Read's sink untouched"
+    ),
+    sc!(
         peer_terminate,
         "we send a TERMINATE: expect the connection closed, no TERMINATE back"
     ),
@@ -1172,6 +1200,183 @@ fn send_inv_foreign(ctx: &Ctx) -> Outcome {
         tc(RdmapError::ProtectionCannotInvalidate),
         Some((&[&sh], (sh.len() + 16) as u16)),
     )
+}
+
+/// A stale STag: the index of the invalidatable MR with another key (as
+/// after a re-registration). RFC 5040 6.10: an STag the Data Sink cannot
+/// invalidate is a Remote Operation Error, STag cannot be invalidated
+/// (0/2/9, rsiw's answer to an unknown STag too); the current
+/// registration must stay valid. Before the fix rsiw compared the index
+/// only, invalidated the current MR and completed the Send.
+fn send_inv_stale_key(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let stale = t.inval.stag ^ 0x5a;
+    let sh = frames::send_inv_hdr(p.send_msn, stale);
+    p.send_msn += 1;
+    p.send_fpdu(&sh, &[0x11; 16])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(RdmapError::OperationCannotInvalidate),
+        Some((&[&sh], (sh.len() + 16) as u16)),
+    )
+    .map(|x| format!("STag {:#x} sent as {stale:#x}; {x}", t.inval.stag))
+}
+
+/// RFC 5040 5.3 / 6.10: after a TERMINATE the stream is dead: nothing
+/// that follows it is placed, completed or answered. The Write would land
+/// in the invalidatable MR (the canary server checks it was never
+/// written), the Send would complete the second receive, the FPDU with
+/// DDP version 0 would draw a TERMINATE.
+fn after_terminate(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let th = frames::terminate_hdr(TermHdr::from_error(RdmapError::CatastrophicGlobal.into()));
+    let mut f = p.fpdu(&th, &[]);
+    let wh = frames::write_hdr(t.inval.stag, t.inval.addr);
+    f.extend(p.fpdu(&wh, &[0x66; 64]));
+    f.extend(p.next_send(&[0x22; 16]));
+    let mut bad = frames::send_hdr(p.send_msn);
+    frames::set_ddp_version(&mut bad, 0);
+    f.extend(p.fpdu(&bad, &[0; 16]));
+    p.send_raw(&f)?;
+    let closed = p.wait_close(ctx.t);
+    if let Some(s) = p.first_term() {
+        let code = s.term().map(|t| code_str(t.code)).unwrap_or_default();
+        return Err(format!(
+            "answered a TERMINATE with a TERMINATE ({code}): {}",
+            p.summary()
+        ));
+    }
+    if !closed {
+        return Err(format!(
+            "not closed within {} s: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
+    }
+    Ok(format!("closed, no TERMINATE back: {}", p.summary()))
+}
+
+/// The 2026 siw bug class (FPDU length underflow): ULPDU_Length shorter
+/// than the DDP header of the segment. The FPDU holds what its length
+/// says (the first L octets of the header), its PAD and a zero CRC; the
+/// header's remainder follows as if it were the next FPDU. RFC 5044: such
+/// an FPDU cannot be delivered; the answer is the LLP framing error.
+fn ulpdu_shorter_than_header(ctx: &Ctx) -> Outcome {
+    let mut done = Vec::new();
+    for (len, h) in [
+        (0usize, frames::send_hdr(1)),
+        (1, frames::send_hdr(1)),
+        (2, frames::send_hdr(1)),
+        (13, frames::write_hdr(0x0000_1500, 0)),
+        (17, frames::send_hdr(1)),
+    ] {
+        let mut p = good(ctx)?;
+        let mut f = (len as u16).to_be_bytes().to_vec();
+        f.extend_from_slice(&h[..len]);
+        f.resize(f.len() + (4 - (2 + len) % 4) % 4, 0);
+        f.extend_from_slice(&[0; 4]);
+        // (what a reader trusting the header would go on to read)
+        f.extend_from_slice(&h[len..]);
+        f.extend_from_slice(&[0x5a; 64]);
+        p.send_raw(&f)?;
+        expect_term(
+            ctx,
+            &mut p,
+            tc(LlpError::Framing(FramingFault::UlpduTooShort {
+                len: len as u16,
+            })),
+            None,
+        )
+        .map_err(|e| format!("ULPDU_Length {len}: {e}"))?;
+        done.push(len.to_string());
+    }
+    Ok(format!(
+        "ULPDU_Length {}: LLP framing TERMINATE each",
+        done.join(", ")
+    ))
+}
+
+/// The server's Read (its Read Request to us) on a fresh connection.
+fn with_read(ctx: &Ctx) -> Result<(Peer, ReadRequest), String> {
+    with_valid_stag(ctx)
+}
+
+/// 2026 siw bug class: a Read Response longer than the Read asked for.
+/// The canary server registers 64 octets of sink and reads 16 into its
+/// start: octets 16..32 lie inside the sink MR, and the server checks they
+/// stay untouched. RFC 5040 4.4: the Read Response must not exceed the
+/// Read Request's size: DDP tagged base/bounds.
+fn read_resp_too_long(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let n = rr.size as usize * 2;
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    p.send_fpdu(&h, &vec![0x77; n])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedBaseBounds),
+        Some((&[&h], (h.len() + n) as u16)),
+    )
+    .map(|x| format!("Read of {} octets answered with {n}; {x}", rr.size))
+}
+
+/// A Read Response naming another sink STag (another index, same key).
+fn read_resp_wrong_stag(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let h = frames::read_response_hdr(rr.sink_stag ^ 0x0001_0000, rr.sink_to);
+    p.send_fpdu(&h, &vec![0x77; rr.size as usize])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedInvalidStag),
+        Some((&[&h], (h.len() + rr.size as usize) as u16)),
+    )
+}
+
+/// A Read Response to the right sink STag at another TO.
+fn read_resp_wrong_to(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to.wrapping_add(8));
+    p.send_fpdu(&h, &vec![0x77; rr.size as usize])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedBaseBounds),
+        Some((&[&h], (h.len() + rr.size as usize) as u16)),
+    )
+}
+
+/// 2026 siw bug class: a Read Response to a Read that was flushed. A Send
+/// with DDP version 0 kills the stream while the server's Read is
+/// outstanding (the Read is flushed); once rsiw's TERMINATE is in, we
+/// send the Read Response. The canary server (`-f`) checks that the sink
+/// of a flushed Read was never written.
+fn read_resp_after_flush(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let mut bad = frames::send_hdr(p.send_msn);
+    frames::set_ddp_version(&mut bad, 0);
+    p.send_fpdu(&bad, &[0; 16])?;
+    p.observe(ctx.t, |p| p.first_term().is_some());
+    if p.first_term().is_none() {
+        return Err(format!("no TERMINATE for DDP version 0: {}", p.summary()));
+    }
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    // The target may have closed already: a send error is fine.
+    let _ = p.send_fpdu(&h, &vec![0x77; rr.size as usize]);
+    let closed = p.wait_close(ctx.t);
+    let n = p.segs().iter().filter(|s| s.term().is_some()).count();
+    if n != 1 {
+        return Err(format!("{n} TERMINATEs: {}", p.summary()));
+    }
+    if !closed {
+        return Err(format!(
+            "not closed within {} s: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
+    }
+    Ok(format!("one TERMINATE, closed: {}", p.summary()))
 }
 
 #[cfg(test)]
