@@ -136,7 +136,7 @@ qps_gone() {
 # server found its memory written (or failed).
 scenario() {
 	local rc=2 mk=
-	if [ "$1" = marker_mismatch ]; then
+	if [ "$1" = marker_mismatch ] || [ "$1" = marker_fpduptr_low_bits ]; then
 		# the Reply must ask for markers on what rsiw receives
 		mk=$(cat "$MARKERS_PARAM")
 		echo 1 >"$MARKERS_PARAM"

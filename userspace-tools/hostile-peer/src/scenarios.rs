@@ -172,6 +172,10 @@ pub const ALL: &[Scenario] = &[
         "Request M=1 (needs a Reply M=1, rsiw: mpa_markers=1), a marker whose FPDUPTR is 8 off: expect TERMINATE LLP/MPA framing error"
     ),
     sc!(
+        marker_fpduptr_low_bits,
+        "Request M=1 (needs a Reply M=1, rsiw: mpa_markers=1), a marker whose FPDUPTR has its two low bits set, then the rping Send: RFC 5044 says treat them as zero, expect the Read Request, no TERMINATE"
+    ),
+    sc!(
         write_readonly,
         "[STag table] RDMA Write to the read-only MR: expect TERMINATE RDMAP access rights violation"
     ),
@@ -1049,6 +1053,56 @@ fn marker_mismatch(ctx: &Ctx) -> Outcome {
     )
     .map(|x| format!("{d}; {x}"))
     .map_err(|x| format!("{x} ({d})"))
+}
+
+/// RFC 5044 section 5: FPDUs are 4 octet aligned, so the two low bits of
+/// FPDUPTR are zero on the wire and the receiver MUST treat them as zero.
+/// The marker at stream offset 512 gets them set; the stream must go on.
+fn marker_fpduptr_low_bits(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        markers: true,
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    let (rm, crc) = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject => (hdr.markers, hdr.crc),
+        o => return Err(format!("expected an accepting Reply, got {o}")),
+    };
+    if !rm || crc {
+        return Err(format!(
+            "Reply M={} C={}: needs markers on what the target receives and no CRC (rsiw: mpa_markers=1)",
+            rm as u8, crc as u8
+        ));
+    }
+    p.start_fpdus(
+        MpaMode { markers: true, crc },
+        MpaMode { markers: true, crc },
+    );
+    let mut s = Vec::new();
+    while s.len() < 600 {
+        let h = frames::write_hdr(0x0000_1400, 0);
+        s.extend(p.fpdu(&h, &[]));
+    }
+    let at = MARKER_INTERVAL as usize;
+    let old = u16::from_be_bytes([s[at + 2], s[at + 3]]);
+    let new = old | 3;
+    s[at + 2..at + 4].copy_from_slice(&new.to_be_bytes());
+    s.extend(rping_send(&mut p));
+    p.send_raw(&s)?;
+    p.observe(ctx.t, |p| {
+        p.segs()
+            .iter()
+            .any(|s| s.read_request().is_some() || s.term().is_some())
+    });
+    let d = format!("marker at stream offset {at}: FPDUPTR {old} sent as {new}");
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!("{d}: TERMINATE {}", code_str(t.code)));
+    }
+    if p.segs().iter().any(|s| s.read_request().is_some()) {
+        Ok(format!("{d}; Read Request received"))
+    } else {
+        Err(format!("{d}; {}", p.summary()))
+    }
 }
 
 // The canary server's STag table: the payload of the one Send the canary
