@@ -27,7 +27,8 @@ use crate::kif::{
 use crate::mem::{access, Mem};
 use crate::qp::{op, wc, wqe, Qp, QpState};
 use crate::qp_tx::{
-    check_mem, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
+    check_mem, lookup_inval, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault,
+    StagCache,
 };
 use crate::stats::Counter;
 use crate::wire::{
@@ -391,13 +392,15 @@ impl Sink<'_> {
         let mut inval = None;
         let mut err = None;
         if m.opcode.has_invalidate() {
-            match self.qp.mem_xa.get(m.inval >> 8) {
-                Some(mem) if mem.pd_id == self.qp.pd_id => {
+            // Index and key: a stale STag (an earlier registration
+            // cycle's key) must not invalidate the current registration.
+            match lookup_inval(self.qp, m.inval) {
+                Ok(mem) => {
                     mem.valid.store(false, Ordering::Release);
                     inval = Some(m.inval);
                 }
-                Some(_) => err = Some(RdmapError::ProtectionCannotInvalidate),
-                None => err = Some(RdmapError::OperationCannotInvalidate),
+                Err(MemFault::Pd) => err = Some(RdmapError::ProtectionCannotInvalidate),
+                Err(_) => err = Some(RdmapError::OperationCannotInvalidate),
             }
         }
         let status = if err.is_some() {
@@ -429,11 +432,9 @@ impl Sink<'_> {
         let Some(e) = e else { return Ok(()) };
         let mut status = wc::SUCCESS;
         if e.opcode == op::READ_LOCAL_INV {
-            match self.qp.mem_xa.get(e.sink.lkey >> 8) {
-                Some(mem) if mem.pd_id == self.qp.pd_id => {
-                    mem.valid.store(false, Ordering::Release)
-                }
-                _ => status = wc::GENERAL_ERR,
+            match lookup_inval(self.qp, e.sink.lkey) {
+                Ok(mem) => mem.valid.store(false, Ordering::Release),
+                Err(_) => status = wc::GENERAL_ERR,
             }
         }
         let _ = self.qp.complete_wr(e.wr(), e.placed, status);
