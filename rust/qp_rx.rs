@@ -629,7 +629,9 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
     let mut g = qp.rx.lock();
     let RxState { d, c, rq_get } = &mut *g;
     let Some(d) = d.as_mut() else { return };
-    if d.error().is_some() {
+    // After a TERMINATE (RFC 5040 5.3) the deframer delivers nothing
+    // more: no placement, no completion, no TERMINATE in answer.
+    if d.error().is_some() || d.terminated() {
         return;
     }
     let mut sink = Sink { qp, c, rq_get, act };

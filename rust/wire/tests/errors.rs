@@ -628,3 +628,65 @@ fn mpa_parser_wanted_counts_down() {
     assert_eq!(p.wanted(), 0);
     assert_eq!(p.frame().unwrap().pdata, b"abc");
 }
+
+/// RFC 5040 5.3: nothing after a TERMINATE is delivered: not the Send that
+/// follows it in the same push, nor a malformed FPDU (which would draw a
+/// TERMINATE of our own), nor anything pushed later. With
+/// `stop_at_terminate` off (a test tool) everything is delivered.
+#[test]
+fn nothing_delivered_after_a_terminate() {
+    let mode = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    let t = TermHdr::from_error(RdmapError::CatastrophicGlobal.into());
+    let mut s = fpdu(mode, 0, &ulpdu(SegmentHeader::terminate(1, t), &[]));
+    let after = s.len() as u32;
+    let send_fpdu = fpdu(mode, after, &ulpdu(send(), &[7; 16]));
+    s.extend_from_slice(&send_fpdu);
+    let mut bad = ulpdu(send(), &[0; 8]);
+    bad[0] &= !0x03; // DDP version 0
+    let off = s.len() as u32;
+    s.extend_from_slice(&fpdu(mode, off, &bad));
+    for chunk in [s.len(), 1, 5] {
+        let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), 0);
+        let mut sink = Sink::new(None);
+        for c in s.chunks(chunk) {
+            d.push(c, &mut sink).unwrap();
+        }
+        assert!(d.terminated());
+        assert_eq!(d.fpdus(), 1, "chunk {chunk}");
+        assert_eq!(sink.verdicts, vec![CrcVerdict::Ok]);
+        // Later octets too.
+        d.push(&send_fpdu, &mut sink).unwrap();
+        assert_eq!(d.fpdus(), 1);
+    }
+    let cfg = RxConfig {
+        stop_at_terminate: false,
+        ..RxConfig::new(mode)
+    };
+    let mut d = Deframer::new(cfg, HostCrc32c::new(), 0);
+    let mut sink = Sink::new(None);
+    let e = d.push(&s, &mut sink).unwrap_err();
+    assert_eq!(e, ProtocolError::Ddp(DdpError::UntaggedInvalidVersion));
+    assert!(!d.terminated());
+    assert_eq!(sink.verdicts.len(), 2);
+}
+
+/// A TERMINATE whose CRC is wrong is a CRC error, not a TERMINATE.
+#[test]
+fn terminate_with_bad_crc_is_a_crc_error() {
+    let mode = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    let t = TermHdr::from_error(RdmapError::CatastrophicGlobal.into());
+    let mut s = fpdu(mode, 0, &ulpdu(SegmentHeader::terminate(1, t), &[]));
+    let n = s.len();
+    s[n - 1] ^= 1;
+    let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), 0);
+    let e = d.push(&s, &mut Sink::new(None)).unwrap_err();
+    assert!(matches!(e, ProtocolError::Llp(LlpError::CrcMismatch { .. })));
+    assert!(!d.terminated());
+}
+
