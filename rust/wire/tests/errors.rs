@@ -129,7 +129,7 @@ fn llp_marker_mismatch() {
     let big = ulpdu(send(), &[0xaa; 600]);
     let mut s = fpdu(MODE, 0, &big);
     assert_eq!(&s[512..516], &[0, 0, 1, 0xfc]);
-    s[515] = 0xfd;
+    s[515] = 0xf8;
     assert!(matches!(
         rx_err(&s),
         ProtocolError::Llp(LlpError::Framing(FramingFault::MarkerMismatch {
@@ -690,3 +690,30 @@ fn terminate_with_bad_crc_is_a_crc_error() {
     assert!(!d.terminated());
 }
 
+/// RFC 5044 5: the receiver treats the two low bits of FPDUPTR as zero
+/// (a leading marker 0..3 and a mid-FPDU 508..511 are both right).
+#[test]
+fn marker_fpduptr_low_bits_are_ignored() {
+    let mode = MpaMode {
+        markers: true,
+        crc: false,
+    };
+    let big = ulpdu(send(), &[0xaa; 600]);
+    let mut s = fpdu(mode, 0, &big);
+    assert_eq!(&s[..4], &[0, 0, 0, 0]);
+    assert_eq!(&s[512..516], &[0, 0, 1, 0xfc]);
+    s[3] = 3;
+    s[515] = 0xff;
+    let mut sink = Sink::new(None);
+    run(RxConfig::new(mode), &s, &mut sink).unwrap();
+    assert_eq!(sink.verdicts, vec![CrcVerdict::NotChecked]);
+    // A third bit is a mismatch.
+    s[515] = 0xf8 | 3;
+    assert!(matches!(
+        run(RxConfig::new(mode), &s, &mut Sink::new(None)).unwrap_err(),
+        ProtocolError::Llp(LlpError::Framing(FramingFault::MarkerMismatch {
+            expected: 508,
+            received: 0x1fb
+        }))
+    ));
+}
