@@ -152,6 +152,18 @@ pub const ALL: &[Scenario] = &[
         "Read Request for an invalid source STag: expect TERMINATE RDMAP invalid STag"
     ),
     sc!(
+        read_req_to_wrap,
+        "[STag table] Read Request from the read-only MR at source TO 2^64 - 8, 64 octets: expect TERMINATE RDMAP TO wrap"
+    ),
+    sc!(
+        read_req_with_payload,
+        "a zero length Read Request with 16 octets of payload: expect TERMINATE DDP untagged message too long"
+    ),
+    sc!(
+        read_req_not_last,
+        "a Read Request with L=0: expect TERMINATE DDP untagged message too long"
+    ),
+    sc!(
         unsolicited_read_response,
         "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"
     ),
@@ -839,6 +851,60 @@ fn read_req_invalid_stag(ctx: &Ctx) -> Outcome {
         &[],
         tc(RdmapError::InvalidStag),
     )
+}
+
+/// RFC 5040 4.8 / 6.3: a Data Source TO + size past 2^64 is Remote
+/// Protection Error, TO wrap (0/1/4), not base/bounds.
+fn read_req_to_wrap(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1600,
+        sink_to: 0,
+        size: 64,
+        src_stag: t.ro.stag,
+        src_to: u64::MAX - 7,
+    };
+    let h = frames::read_request_hdr(1, rr);
+    p.send_fpdu(&h, &[])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(RdmapError::ToWrap),
+        Some((&[&h], h.len() as u16)),
+    )
+}
+
+/// A Read Request is exactly its 28 octet body (the "buffer" of QN 1,
+/// RFC 5040 4.4): payload makes the message too long for it (DDP 2/5).
+fn read_req_with_payload(ctx: &Ctx) -> Outcome {
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1700,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    one_fpdu_term(
+        ctx,
+        frames::read_request_hdr(1, rr),
+        &[0x42; 16],
+        tc(DdpError::UntaggedTooLong),
+    )
+}
+
+/// A Read Request with L=0 announces more of the message than its one
+/// segment: too long for the QN 1 buffer (DDP 2/5), not an invalid MO.
+fn read_req_not_last(ctx: &Ctx) -> Outcome {
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1800,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    let mut h = frames::read_request_hdr(1, rr);
+    frames::set_last(&mut h, false);
+    one_fpdu_term(ctx, h, &[], tc(DdpError::UntaggedTooLong))
 }
 
 fn unsolicited_read_response(ctx: &Ctx) -> Outcome {
