@@ -26,7 +26,7 @@ use crate::kif::{
 };
 use crate::qp::{Conn, Qp, QpState};
 use crate::wire::connect::{
-    encode_rr, FrameKind, IrdOrd, MpaRr, RrParser, IRD_ORD_LEN, MAX_PD_LEN, RES_LARGE_FPDU,
+    encode_rr, max_user_pdata, FrameKind, IrdOrd, MpaRr, RrParser, MAX_PD_LEN, RES_LARGE_FPDU,
     REVISION_1, REVISION_2,
 };
 use crate::wire::mpa::mulpdu;
@@ -145,8 +145,6 @@ impl SockEvents for Cep {
     }
 }
 
-/// Largest private data of a frame with IRD/ORD.
-const MAX_USER_PD: usize = MAX_PD_LEN - IRD_ORD_LEN;
 
 impl Cep {
     fn new(active: bool, sock: Socket, listener: Option<Arc<Listener>>) -> Result<Arc<Self>> {
@@ -589,7 +587,16 @@ fn send_rr(sock: &Socket, hdr: MpaRr, ird_ord: Option<IrdOrd>, pdata: &[u8]) -> 
 /// `iw_connect`: connect a QP to the CM id's remote address.
 pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
     let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-    if p.pdata.len() > MAX_USER_PD || p.ord > limits::MAX_ORD || p.ird > limits::MAX_IRD {
+    let rev = if params::mpa_rev() == REVISION_1 {
+        REVISION_1
+    } else {
+        REVISION_2
+    };
+    // Revision 1 frames carry no IRD/ORD data: 512 octets for the caller.
+    if p.pdata.len() > max_user_pdata(rev == REVISION_2)
+        || p.ord > limits::MAX_ORD
+        || p.ird > limits::MAX_IRD
+    {
         return Err(EINVAL);
     }
     let raddr = id.remote_addr();
@@ -611,11 +618,6 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         st.ird = p.ird;
         st.ord = p.ord;
         let sock = st.sock.as_ref().ok_or(EINVAL)?;
-        let rev = if params::mpa_rev() == REVISION_1 {
-            REVISION_1
-        } else {
-            REVISION_2
-        };
         let mut hdr = MpaRr::new(FrameKind::Request, rev, 0);
         hdr.crc = params::mpa_crc_required();
         hdr.markers = params::mpa_markers_wanted();
@@ -649,10 +651,14 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     if st.phase != Phase::AwaitAccept {
         return Err(EINVAL);
     }
-    if p.pdata.len() > MAX_USER_PD || p.ord > limits::MAX_ORD || p.ird > limits::MAX_IRD {
+    let peer = st.peer.as_ref().ok_or(EINVAL)?;
+    // The Reply has IRD/ORD data only if the Request had them.
+    if p.pdata.len() > max_user_pdata(peer.enhanced)
+        || p.ord > limits::MAX_ORD
+        || p.ird > limits::MAX_IRD
+    {
         return Err(EINVAL);
     }
-    let peer = st.peer.as_ref().ok_or(EINVAL)?;
     let crc = peer.crc || params::mpa_crc_required();
     // Markers per direction (RFC 5044 7.1.1): the initiator's M asks for
     // them on what we send, ours (in the Reply) on what we receive.
@@ -741,12 +747,17 @@ fn report_established(id: &CmId, addrs: (SockAddr, SockAddr), ird: u32, ord: u32
 
 /// `iw_reject`: refuse a connect request with private data.
 pub fn reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
+    // (the reject Reply has no IRD/ORD data) More than fits is the
+    // caller's error, not something to cut silently.
+    if pdata.len() > max_user_pdata(false) {
+        return Err(EINVAL);
+    }
     let mut st = cep.st.lock();
     let rev = st.peer.as_ref().map_or(REVISION_2, |p| p.revision);
     if let Some(sock) = st.sock.take() {
         let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
         hdr.reject = true;
-        let _ = send_rr(&sock, hdr, None, &pdata[..pdata.len().min(MAX_PD_LEN)]);
+        let _ = send_rr(&sock, hdr, None, pdata);
         sock.detach();
         sock.shutdown();
     }

@@ -367,8 +367,15 @@ impl Sink<'_> {
         if u.msn != self.c.msn[QN_READ_REQUEST as usize] {
             return Err(DdpError::UntaggedMsnRange.into());
         }
-        if plen != 0 || u.mo != 0 || !hdr.ctrl.last {
+        // RFC 5040 4.4: a Read Request is one segment of exactly its
+        // header (the 28 octet "buffer" of QN 1): a first segment at
+        // another MO is an invalid MO; payload, or L=0 (more segments to
+        // come), makes the message longer than that buffer.
+        if u.mo != 0 {
             return Err(DdpError::UntaggedInvalidMo.into());
+        }
+        if plen != 0 || !hdr.ctrl.last {
+            return Err(DdpError::UntaggedTooLong.into());
         }
         let Body::ReadRequest(rr) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());

@@ -1068,7 +1068,15 @@ fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
                     Err(MemFault::Stag) => Err(RdmapError::InvalidStag),
                     Err(MemFault::Pd) => Err(RdmapError::StagNotAssociated),
                     Err(MemFault::Access) => Err(RdmapError::AccessRights),
-                    Err(MemFault::Bounds) => Err(RdmapError::BaseBounds),
+                    Err(MemFault::Bounds) => {
+                        // RFC 5040 4.8: a source TO + size past 2^64 is
+                        // TO wrap, not base/bounds.
+                        if rr.src_to.checked_add(u64::from(rr.size)).is_none() {
+                            Err(RdmapError::ToWrap)
+                        } else {
+                            Err(RdmapError::BaseBounds)
+                        }
+                    }
                 }
             }
         }

@@ -717,3 +717,20 @@ fn marker_fpduptr_low_bits_are_ignored() {
         }))
     ));
 }
+
+/// PD_Length is at most 512; an enhanced (RFC 6581) frame spends 4 of
+/// them on IRD/ORD, a revision 1 frame gives all 512 to the consumer.
+#[test]
+fn private_data_limits_per_revision() {
+    assert_eq!(max_user_pdata(false), 512);
+    assert_eq!(max_user_pdata(true), 508);
+    let mut out = [0u8; 600];
+    let pd = [7u8; 513];
+    let rev1 = MpaRr::new(FrameKind::Request, REVISION_1, 0);
+    assert_eq!(encode_rr(rev1, None, &pd[..512], &mut out), Ok(532));
+    assert!(encode_rr(rev1, None, &pd, &mut out).is_err());
+    let rev2 = MpaRr::new(FrameKind::Request, REVISION_2, 0);
+    let io = Some(IrdOrd::default());
+    assert_eq!(encode_rr(rev2, io, &pd[..508], &mut out), Ok(532));
+    assert!(encode_rr(rev2, io, &pd[..509], &mut out).is_err());
+}
