@@ -205,6 +205,11 @@ init_scenario() {
 		# connected, then torn down by rsiw's TERMINATE: rping -C 1
 		# reports the DISCONNECTED event but exits 0 (seen)
 		:
+	elif [ "$1" = init_reply_ord_above_ird ] || [ "$1" = init_params_changed ]; then
+		# a connection that works: the hostile peer closes it after its
+		# checks, rping ends with the disconnect (any exit status but
+		# the timeout's)
+		[ $rrc != 124 ] || { echo "rping still running after $(tmo 30) s"; rc=1; }
 	elif [ $rrc = 0 ]; then
 		echo "rping succeeded against the hostile peer"
 		rc=1

@@ -180,6 +180,10 @@ pub const ALL: &[Scenario] = &[
         "ORD 1 in the Request, then the Reply's IRD + 16 zero length Read Requests at once: expect TERMINATE RDMAP catastrophic error, localized to RDMAP stream"
     ),
     sc!(
+        mpa_ird_raised,
+        "Request IRD 16 ORD 8 to a server accepting with responder resources 1: expect a Reply IRD >= 8 (RFC 6581, as siw), then 8 zero length Read Requests at once all answered"
+    ),
+    sc!(
         marker_mismatch,
         "Request M=1 (needs a Reply M=1, rsiw: mpa_markers=1), a marker whose FPDUPTR is 8 off: expect TERMINATE LLP/MPA framing error"
     ),
@@ -1071,6 +1075,62 @@ fn read_req_beyond_ird(ctx: &Ctx) -> Outcome {
     );
     r.map(|x| format!("{d}; {x}"))
         .map_err(|x| format!("{x} ({d})"))
+}
+
+/// RFC 6581: the responder's IRD must cover the initiator's ORD (an irdma
+/// initiator refuses a Reply with IRD < ORD); siw's accept raises the
+/// consumer's IRD to it where resources allow, and caps its ORD at the
+/// initiator's IRD. The canary server (and rping) accept with responder
+/// resources 1.
+fn mpa_ird_raised(ctx: &Ctx) -> Outcome {
+    const ORD: u16 = 8;
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: ORD,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let (mut p, io) = establish_io(ctx, &req)?;
+    let Some(io) = io else {
+        return Err("revision 2 Reply without IRD/ORD data".into());
+    };
+    if io.ird < ORD || io.ord > 16 {
+        return Err(format!(
+            "Reply IRD {} ORD {} to our IRD 16 ORD {ORD}: expected IRD >= {ORD}, ORD <= 16",
+            io.ird, io.ord
+        ));
+    }
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1900,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    let mut f = Vec::new();
+    for m in 1..=u32::from(ORD) {
+        f.extend(p.fpdu(&frames::read_request_hdr(m, rr), &[]));
+    }
+    p.send_raw(&f)?;
+    let answered = |p: &Peer| {
+        p.segs()
+            .iter()
+            .filter(|s| s.hdr.opcode == Opcode::ReadResponse)
+            .count()
+    };
+    p.observe(ctx.t, |p| {
+        answered(p) >= usize::from(ORD) || p.first_term().is_some()
+    });
+    let d = format!("Reply IRD {} ORD {}", io.ird, io.ord);
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!("{d}; TERMINATE {}", code_str(t.code)));
+    }
+    if answered(&p) < usize::from(ORD) {
+        return Err(format!("{d}; {} of {ORD} Read Requests answered: {}", answered(&p), p.summary()));
+    }
+    Ok(format!("{d}; {ORD} Read Requests answered"))
 }
 
 fn marker_mismatch(ctx: &Ctx) -> Outcome {
