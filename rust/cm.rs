@@ -99,6 +99,10 @@ struct CepState {
     p2p: bool,
     /// Initiator: our Request offered to take large FPDUs.
     offered_large: bool,
+    /// Initiator: our Request's C and M flags (what the connection uses,
+    /// not the module parameters read again when the Reply arrives).
+    req_crc: bool,
+    req_markers: bool,
     /// Responder in the peer-to-peer model: ESTABLISHED as it will be
     /// reported once the RTR arrived (addresses, IRD, ORD).
     pending_established: Option<((SockAddr, SockAddr), u32, u32)>,
@@ -173,6 +177,8 @@ impl Cep {
                     ord: 0,
                     p2p: false,
                     offered_large: false,
+                    req_crc: false,
+                    req_markers: false,
                     pending_established: None,
                 }),
                 closing: AtomicBool::new(false),
@@ -382,12 +388,13 @@ impl Cep {
             ord = ord.min(io.ird as u32);
             ird = ird.min(io.ord as u32);
         }
-        let crc = peer.crc || params::mpa_crc_required();
+        // What our Request carried, not the module parameters now.
+        let crc = peer.crc || st.req_crc;
         // RFC 5044 7.1.1: each side's M asks for markers on the FPDUs it
-        // receives. Ours (in the Request) was mpa_markers_wanted().
+        // receives. Ours is the M of our Request.
         let markers = PerDir {
             tx: peer.markers,
-            rx: params::mpa_markers_wanted(),
+            rx: st.req_markers,
         };
         // Large FPDUs both ways if our Request offered them and the Reply
         // has the bit (siw's responder echoes it; its receiver takes any
@@ -638,6 +645,8 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         sock.attach(cep.clone())?;
         st.p2p = p2p;
         st.offered_large = large;
+        st.req_crc = hdr.crc;
+        st.req_markers = hdr.markers;
     }
     cep.arm_timeout();
     cep.kick();
