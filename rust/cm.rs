@@ -385,8 +385,21 @@ impl Cep {
         let qp = st.qp.clone().ok_or(EINVAL)?;
         let (mut ird, mut ord) = (st.ird, st.ord);
         if let Some(io) = peer.ird_ord {
-            ord = ord.min(io.ird as u32);
-            ird = ird.min(io.ord as u32);
+            ord = ord.min(u32::from(io.ird));
+            // RFC 6581 3.2: the responder's ORD may exceed the IRD we
+            // offered; raise ours if resources allow (the IRQ is sized
+            // when the QP enters RTS), else the connection cannot work:
+            // insufficient IRD.
+            let peer_ord = u32::from(io.ord);
+            if peer_ord > limits::MAX_IRD {
+                pr_warn!(
+                    "rsiw: MPA Reply ORD {} exceeds the IRD this device can offer ({})\n",
+                    peer_ord,
+                    limits::MAX_IRD
+                );
+                return Err(crate::kif::econnrefused());
+            }
+            ird = peer_ord;
         }
         // What our Request carried, not the module parameters now.
         let crc = peer.crc || st.req_crc;
@@ -691,9 +704,18 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     // length Write by preference (as siw), and wait for it before
     // reporting ESTABLISHED.
     let offered = peer.ird_ord.filter(|io| peer.enhanced && io.peer_to_peer);
+    // RFC 6581 (as siw's accept): our ORD at most the initiator's IRD, our
+    // IRD raised to its ORD where resources allow (`st.ird` is that ORD,
+    // capped at the device's maximum; an irdma initiator refuses a Reply
+    // whose IRD is below its ORD).
+    let (mut ird, mut ord) = (p.ird, p.ord);
+    if peer.enhanced && peer.ird_ord.is_some() {
+        ord = ord.min(st.ord);
+        ird = ird.max(st.ird);
+    }
     let io = peer.enhanced.then(|| IrdOrd {
-        ird: p.ird.min(0x3fff) as u16,
-        ord: p.ord.min(0x3fff) as u16,
+        ird: ird.min(0x3fff) as u16,
+        ord: ord.min(0x3fff) as u16,
         peer_to_peer: offered.is_some(),
         write_rtr: offered.is_some_and(|o| o.write_rtr || !o.read_rtr),
         read_rtr: offered.is_some_and(|o| o.read_rtr && !o.write_rtr),
@@ -711,7 +733,6 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     st.qp = Some(qp.clone());
     st.id = Some(id.clone());
     st.listener = None;
-    let (ird, ord) = (p.ird, p.ord);
     let rtr = if offered.is_some() {
         Rtr::Await
     } else {
