@@ -67,6 +67,10 @@ pub const ALL: &[Scenario] = &[
         "revision 2 Request with peer-to-peer and Write RTR: expect P2P and Write RTR in the Reply, a working Send after our zero length Write"
     ),
     sc!(
+        mpa_p2p_send_rtr,
+        "[STag table] revision 2 Request, peer-to-peer with only the zero length Send RTR offered: expect the Send RTR in the Reply (no Write, no Read), the RTR taking no receive (two more Sends fit the two posted receives)"
+    ),
+    sc!(
         mpa_bad_key,
         "Request with a wrong key: expect close or reject, listener still accepts"
     ),
@@ -478,6 +482,70 @@ fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
         Some(_) => Ok("Reply P2P + Write RTR; Read Request after the RTR and Send".into()),
         None => Err(p.summary()),
     }
+}
+
+/// RFC 6581: the responder picks an RTR type the initiator offered; with
+/// neither Write (C) nor Read (D) offered that is a (zero length) Send.
+/// The RTR is consumed by MPA's connection setup, not by the consumer: it
+/// takes MSN 1 of the Send queue but no receive, so the rping Send (MSN 2)
+/// and one more Send (MSN 3, after the table) both find the server's two
+/// receives.
+fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: 16,
+            peer_to_peer: true,
+            zero_length_rtr: true,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord: Some(io),
+            ..
+        } if !hdr.reject => {
+            if !io.peer_to_peer || io.write_rtr || io.read_rtr {
+                return Err(format!(
+                    "Reply IRD/ORD {io:?}: expected P2P with the Send RTR (neither C nor D)"
+                ));
+            }
+        }
+        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
+    }
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    let mut f = p.next_send(&[]);
+    f.extend(rping_send(&mut p));
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| {
+        p.segs()
+            .iter()
+            .any(|s| s.read_request().is_some() || s.term().is_some())
+    });
+    let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
+        return Err(format!("no Read Request after the RTR and Send: {}", p.summary()));
+    };
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    if table_of(&p).is_none() {
+        return Err(format!("no STag table: {}", p.summary()));
+    }
+    // The server's second receive is free only if the RTR took none.
+    let f = p.next_send(&[0x33; 16]);
+    p.send_raw(&f)?;
+    p.observe(Duration::from_millis(1500), |p| p.first_term().is_some());
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!(
+            "TERMINATE {} for the Send after the table (the RTR took a receive?): {}",
+            code_str(t.code),
+            p.summary()
+        ));
+    }
+    Ok("Reply P2P + Send RTR; the RTR took no receive".into())
 }
 
 fn mpa_rev1(ctx: &Ctx) -> Outcome {
