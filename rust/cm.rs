@@ -26,8 +26,8 @@ use crate::kif::{
 };
 use crate::qp::{Conn, Qp, QpState};
 use crate::wire::connect::{
-    encode_rr, max_user_pdata, FrameKind, IrdOrd, MpaRr, RrParser, MAX_PD_LEN, RES_LARGE_FPDU,
-    REVISION_1, REVISION_2,
+    encode_rr, max_user_pdata, FrameKind, IrdOrd, MpaRr, RrParser, RtrType, MAX_PD_LEN,
+    RES_LARGE_FPDU, REVISION_1, REVISION_2,
 };
 use crate::wire::mpa::mulpdu;
 
@@ -700,10 +700,13 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     } else {
         REVISION_2
     };
-    // Peer-to-peer (RFC 6581): keep one RTR of those offered, a zero
-    // length Write by preference (as siw), and wait for it before
-    // reporting ESTABLISHED.
+    // Peer-to-peer (RFC 6581): keep one RTR of those offered (a zero
+    // length Write by preference, as siw, then a Read; a Send when the
+    // initiator offered neither), and wait for it before reporting
+    // ESTABLISHED.
     let offered = peer.ird_ord.filter(|io| peer.enhanced && io.peer_to_peer);
+    // (rsiw takes every RTR type)
+    let rtr_type = offered.and_then(|o| o.choose_rtr(true, true).ok());
     // RFC 6581 (as siw's accept): our ORD at most the initiator's IRD, our
     // IRD raised to its ORD where resources allow (`st.ird` is that ORD,
     // capped at the device's maximum; an irdma initiator refuses a Reply
@@ -717,8 +720,9 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         ird: ird.min(0x3fff) as u16,
         ord: ord.min(0x3fff) as u16,
         peer_to_peer: offered.is_some(),
-        write_rtr: offered.is_some_and(|o| o.write_rtr || !o.read_rtr),
-        read_rtr: offered.is_some_and(|o| o.read_rtr && !o.write_rtr),
+        zero_length_rtr: offered.is_some_and(|o| o.zero_length_rtr),
+        write_rtr: rtr_type == Some(RtrType::Write),
+        read_rtr: rtr_type == Some(RtrType::Read),
         ..IrdOrd::default()
     });
     let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);

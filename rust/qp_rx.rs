@@ -247,6 +247,16 @@ impl Sink<'_> {
         if u.msn != self.c.msn[QN_SEND as usize] {
             return Err(DdpError::UntaggedMsnRange.into());
         }
+        if self.c.await_rtr && plen == 0 && u.mo == 0 && hdr.ctrl.last && !self.c.send.active {
+            // The peer-to-peer Send RTR (RFC 6581): part of the
+            // connection setup, it takes its MSN but no receive.
+            let q = &mut self.c.msn[QN_SEND as usize];
+            *q = q.wrapping_add(1);
+            self.c.seg = Seg::None;
+            self.c.await_rtr = false;
+            self.act.rtr = true;
+            return Ok(());
+        }
         if !self.c.send.active {
             if u.mo != 0 {
                 return Err(DdpError::UntaggedInvalidMo.into());
