@@ -24,6 +24,7 @@ use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
+use crate::termcheck;
 
 pub struct Ctx {
     pub target: SocketAddr,
@@ -363,6 +364,27 @@ fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outco
                             hex(hdrs.first().copied().unwrap_or_default())
                         ));
                     }
+                }
+            }
+        }
+    }
+    // The same TERMINATE through a decoder that is not rsiw-wire's
+    // (RFC 5040 4.8, termcheck.rs): code, HdrCt consistent with what is
+    // copied, the copies those of the offending segment.
+    let mut ulpdu = s.raw.clone();
+    ulpdu.extend_from_slice(&s.payload);
+    match termcheck::decode(&ulpdu) {
+        Err(e) => bad.push(format!("independent decoder: {e}")),
+        Ok(d) => {
+            if (d.layer, d.etype, d.code) != (want.layer, want.etype, want.code) {
+                bad.push(format!(
+                    "independent decoder: layer {} etype {} code {:#04x}",
+                    d.layer, d.etype, d.code
+                ));
+            }
+            if let Some((hdrs, seg_len)) = sent {
+                if let Err(e) = termcheck::check_copy(&d, hdrs, seg_len) {
+                    bad.push(format!("independent decoder: {e}"));
                 }
             }
         }
