@@ -149,7 +149,6 @@ impl SockEvents for Cep {
     }
 }
 
-
 impl Cep {
     fn new(active: bool, sock: Socket, listener: Option<Arc<Listener>>) -> Result<Arc<Self>> {
         let phase = if active {
@@ -723,7 +722,6 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         zero_length_rtr: offered.is_some_and(|o| o.zero_length_rtr),
         write_rtr: rtr_type == Some(RtrType::Write),
         read_rtr: rtr_type == Some(RtrType::Read),
-        ..IrdOrd::default()
     });
     let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
     hdr.crc = crc;

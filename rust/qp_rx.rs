@@ -27,8 +27,7 @@ use crate::kif::{
 use crate::mem::{access, Mem};
 use crate::qp::{op, wc, wqe, Qp, QpState};
 use crate::qp_tx::{
-    check_mem, lookup_inval, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault,
-    StagCache,
+    check_mem, lookup_inval, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
 };
 use crate::stats::Counter;
 use crate::wire::{

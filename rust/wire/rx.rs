@@ -432,10 +432,7 @@ impl<C: Crc32c> Deframer<C> {
         };
         // (by reference: taking the header out would copy it)
         let (r, term) = match &self.hdr {
-            Some(h) => (
-                sink.on_fpdu_end(h, verdict),
-                h.opcode == Opcode::Terminate,
-            ),
+            Some(h) => (sink.on_fpdu_end(h, verdict), h.opcode == Opcode::Terminate),
             None => (Ok(()), false),
         };
         self.hdr = None;

@@ -686,7 +686,10 @@ fn terminate_with_bad_crc_is_a_crc_error() {
     s[n - 1] ^= 1;
     let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), 0);
     let e = d.push(&s, &mut Sink::new(None)).unwrap_err();
-    assert!(matches!(e, ProtocolError::Llp(LlpError::CrcMismatch { .. })));
+    assert!(matches!(
+        e,
+        ProtocolError::Llp(LlpError::CrcMismatch { .. })
+    ));
     assert!(!d.terminated());
 }
 

@@ -372,7 +372,11 @@ fn reads_answered(ctx: &LCtx, p: &mut Peer, n: u32) -> Outcome {
         ));
     }
     if answered(p) < n as usize {
-        return Err(format!("{} of {n} Read Requests answered: {}", answered(p), p.summary()));
+        return Err(format!(
+            "{} of {n} Read Requests answered: {}",
+            answered(p),
+            p.summary()
+        ));
     }
     Ok(format!("{n} zero length Read Requests answered"))
 }
@@ -393,7 +397,8 @@ fn init_reply_ord_above_ird(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
     fpdus_after_reply(&mut p, req, false, req.crc);
     let r = reads_answered(ctx, &mut p, u32::from(ord));
     let d = format!("Request IRD {}, Reply ORD {ord}", req.io.ird);
-    r.map(|x| format!("{d}: {x}")).map_err(|x| format!("{d}: {x}"))
+    r.map(|x| format!("{d}: {x}"))
+        .map_err(|x| format!("{d}: {x}"))
 }
 
 /// Where rsiw's module parameters are (the guest test runs us as root).

@@ -548,7 +548,10 @@ fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
             .any(|s| s.read_request().is_some() || s.term().is_some())
     });
     let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
-        return Err(format!("no Read Request after the RTR and Send: {}", p.summary()));
+        return Err(format!(
+            "no Read Request after the RTR and Send: {}",
+            p.summary()
+        ));
     };
     let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
     p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
@@ -1218,7 +1221,11 @@ fn mpa_ird_raised(ctx: &Ctx) -> Outcome {
         return Err(format!("{d}; TERMINATE {}", code_str(t.code)));
     }
     if answered(&p) < usize::from(ORD) {
-        return Err(format!("{d}; {} of {ORD} Read Requests answered: {}", answered(&p), p.summary()));
+        return Err(format!(
+            "{d}; {} of {ORD} Read Requests answered: {}",
+            answered(&p),
+            p.summary()
+        ));
     }
     Ok(format!("{d}; {ORD} Read Requests answered"))
 }

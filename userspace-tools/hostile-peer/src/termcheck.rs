@@ -120,7 +120,10 @@ pub fn decode(ulpdu: &[u8]) -> Result<Decoded, String> {
         return Err("a Read Request header follows the DDP header copy but R is clear".into());
     }
     if !rest.is_empty() {
-        return Err(format!("{} octets after the copies HdrCt announces", rest.len()));
+        return Err(format!(
+            "{} octets after the copies HdrCt announces",
+            rest.len()
+        ));
     }
     Ok(d)
 }
