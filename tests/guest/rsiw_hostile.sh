@@ -56,6 +56,7 @@ HOSTILE_SEED=${HOSTILE_SEED:-20261122}
 # cannot pass the final rping)
 HOSTILE_MODPARAMS=${HOSTILE_MODPARAMS-}
 MARKERS_PARAM=/sys/module/rsiw/parameters/mpa_markers
+P2P_PARAM=/sys/module/rsiw/parameters/mpa_peer_to_peer
 WORK=$(mktemp -d)
 CANARY=$WORK/rsiw_canary
 # (subshells run the EXIT trap too: only the main shell cleans up)
@@ -185,7 +186,12 @@ res_idle() {
 # init_scenario NAME: hostile-peer listens in ns B, rping -c on rsiw1 in
 # ns A connects to it. 0 passed, 1 failed.
 init_scenario() {
-	local rc=0 hp hrc rrc t0 dt
+	local rc=0 hp hrc rrc t0 dt p2p=
+	if [ "$1" = init_reply_wrong_rtr ]; then
+		# rsiw must offer the peer-to-peer RTR in its Request
+		p2p=$(cat "$P2P_PARAM")
+		echo 1 >"$P2P_PARAM"
+	fi
 	in_b "$HP" --listen "$IP_D:$IPORT" --scenario "$1" --timeout "$HOSTILE_TIMEOUT" \
 		--accept-timeout "$(tmo 60)" >"$WORK/hp.out" 2>&1 &
 	hp=$!
@@ -223,6 +229,7 @@ init_scenario() {
 		rc=1
 	fi
 	res_idle || rc=1
+	[ -z "$p2p" ] || echo "$p2p" >"$P2P_PARAM"
 	return $rc
 }
 

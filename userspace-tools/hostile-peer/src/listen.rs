@@ -74,6 +74,14 @@ pub const ALL: &[InitScenario] = &[
         "[initiator] mpa_markers and mpa_crc_required set between rsiw's Request (M=0 C=0) and our Reply (M=0 C=0): expect the connection to go on without markers or CRC (a zero length Read Request answered)"
     ),
     sc!(
+        init_reply_ord_beyond_max,
+        "[initiator] a Reply whose ORD (16383) no IRD of rsiw can serve: RFC 6581, expect the LLP TERMINATE insufficient IRD, then close"
+    ),
+    sc!(
+        init_reply_wrong_rtr,
+        "[initiator] (rsiw: mpa_peer_to_peer=1) a peer-to-peer Reply choosing the Read RTR where rsiw offered the Write RTR only: RFC 6581, expect the LLP TERMINATE no matching RTR, then close"
+    ),
+    sc!(
         init_garbage_after_reply,
         "[initiator] a valid Reply, then 4 KiB of random octets: expect TERMINATE (LLP) and close, or close"
     ),
@@ -440,4 +448,77 @@ fn init_params_changed(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
     restored?;
     // The check is on what rsiw takes: our FPDUs without markers or CRC.
     reads_answered(ctx, &mut p, 1).map(|x| format!("parameters set to 1 and back: {x}"))
+}
+
+/// Waits for rsiw's TERMINATE after our Reply and checks it: the first and
+/// only FPDU, LLP layer (2), EType MPA (0), `code`, no header copies
+/// (independent decoder), then the close.
+fn expect_setup_terminate(ctx: &LCtx, p: &mut Peer, code: u8) -> Outcome {
+    p.observe(ctx.t, |p| p.first_term().is_some());
+    let closed = p.wait_close(ctx.t);
+    let Some(s) = p.first_term().cloned() else {
+        return Err(format!("no TERMINATE: {}", p.summary()));
+    };
+    let mut ulpdu = s.raw.clone();
+    ulpdu.extend_from_slice(&s.payload);
+    let d = crate::termcheck::decode(&ulpdu).map_err(|e| format!("TERMINATE: {e}"))?;
+    if (d.layer, d.etype, d.code) != (2, 0, code) {
+        return Err(format!(
+            "TERMINATE layer {} etype {} code {:#04x}, expected 2/0/{code:#04x}: {}",
+            d.layer,
+            d.etype,
+            d.code,
+            p.summary()
+        ));
+    }
+    if d.m || d.d || d.r {
+        return Err(format!(
+            "setup TERMINATE with header copies: {}",
+            p.summary()
+        ));
+    }
+    if p.segs().len() != 1 {
+        return Err(format!("FPDUs besides the TERMINATE: {}", p.summary()));
+    }
+    if !closed {
+        return Err(format!(
+            "connection {} after the TERMINATE",
+            end_str(&p.end)
+        ));
+    }
+    Ok(p.summary())
+}
+
+/// RFC 6581: an initiator that cannot raise its IRD to the Reply's ORD
+/// sends the LLP TERMINATE insufficient IRD (2/0/6) and closes.
+fn init_reply_ord_beyond_max(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    let mut spec = reply_spec(req);
+    spec.ird_ord = Some(IrdOrd {
+        ird: req.io.ord,
+        ord: rsiw_wire::connect::IRD_ORD_MAX,
+        ..IrdOrd::default()
+    });
+    p.send_raw(&frames::mpa_request(&spec))?;
+    fpdus_after_reply(&mut p, req, false, req.crc);
+    expect_setup_terminate(ctx, &mut p, 0x06)
+}
+
+/// RFC 6581: a Reply choosing an RTR the initiator did not offer gets the
+/// LLP TERMINATE no matching RTR (2/0/7) and the close.
+fn init_reply_wrong_rtr(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    if !req.io.peer_to_peer || !req.io.write_rtr || req.io.read_rtr {
+        return Err(format!(
+            "Request IRD/ORD {:?}: needs peer-to-peer with the Write RTR only (rsiw: mpa_peer_to_peer=1)",
+            req.io
+        ));
+    }
+    let mut spec = reply_spec(req);
+    spec.ird_ord = Some(IrdOrd {
+        peer_to_peer: true,
+        read_rtr: true,
+        ..spec.ird_ord.unwrap_or_default()
+    });
+    p.send_raw(&frames::mpa_request(&spec))?;
+    fpdus_after_reply(&mut p, req, false, req.crc);
+    expect_setup_terminate(ctx, &mut p, 0x07)
 }
