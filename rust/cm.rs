@@ -18,6 +18,7 @@ use kernel::{
 };
 
 use crate::device::{limits, Device};
+use crate::kif::crc::KernelCrc32c;
 use crate::kif::{
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
     params,
@@ -29,7 +30,10 @@ use crate::wire::connect::{
     encode_rr, max_user_pdata, FrameKind, IrdOrd, MpaRr, RrParser, RtrType, MAX_PD_LEN,
     RES_LARGE_FPDU, REVISION_1, REVISION_2,
 };
-use crate::wire::mpa::mulpdu;
+use crate::wire::error::LlpError;
+use crate::wire::mpa::{mulpdu, MpaMode};
+use crate::wire::term::build_terminate;
+use crate::wire::tx::encode_fpdu;
 
 /// Where an endpoint is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -359,8 +363,36 @@ impl Cep {
         // We offer a zero length Write as RTR only (as siw prefers it); a
         // responder that picked another one cannot be served.
         let p2p = st.p2p && peer.ird_ord.is_some_and(|io| io.peer_to_peer);
-        if !reject && p2p && !peer.ird_ord.is_some_and(|io| io.write_rtr) {
+        // RFC 6581: a Reply we cannot work with gets the LLP TERMINATE
+        // before the close (as siw): an RTR we did not offer, or an ORD
+        // beyond any IRD we can serve (a smaller one raises ours below).
+        let setup_err = if reject {
+            None
+        } else if p2p && !peer.ird_ord.is_some_and(|io| io.write_rtr) {
             pr_warn!("rsiw: MPA Reply asks for an RTR other than the zero length Write offered\n");
+            Some(LlpError::NoMatchingRtr)
+        } else if let Some(o) = peer
+            .ird_ord
+            .map(|io| u32::from(io.ord))
+            .filter(|&o| o > limits::MAX_IRD)
+        {
+            pr_warn!(
+                "rsiw: MPA Reply ORD {} exceeds the IRD this device can offer ({})\n",
+                o,
+                limits::MAX_IRD
+            );
+            Some(LlpError::InsufficientIrd)
+        } else {
+            None
+        };
+        if let Some(e) = setup_err {
+            if let Some(sock) = st.sock.as_ref() {
+                let mode = MpaMode {
+                    markers: peer.markers,
+                    crc: peer.crc || st.req_crc,
+                };
+                send_setup_terminate(sock, mode, e);
+            }
             return Err(crate::kif::econnrefused());
         }
         let id = st.id.clone().ok_or(EINVAL)?;
@@ -385,20 +417,10 @@ impl Cep {
         let (mut ird, mut ord) = (st.ird, st.ord);
         if let Some(io) = peer.ird_ord {
             ord = ord.min(u32::from(io.ird));
-            // RFC 6581 3.2: the responder's ORD may exceed the IRD we
-            // offered; raise ours if resources allow (the IRQ is sized
-            // when the QP enters RTS), else the connection cannot work:
-            // insufficient IRD.
-            let peer_ord = u32::from(io.ord);
-            if peer_ord > limits::MAX_IRD {
-                pr_warn!(
-                    "rsiw: MPA Reply ORD {} exceeds the IRD this device can offer ({})\n",
-                    peer_ord,
-                    limits::MAX_IRD
-                );
-                return Err(crate::kif::econnrefused());
-            }
-            ird = peer_ord;
+            // RFC 6581: the responder's ORD may exceed the IRD we
+            // offered: raise ours (the IRQ is sized when the QP enters
+            // RTS; more than the device can serve was refused above).
+            ird = u32::from(io.ord);
         }
         // What our Request carried, not the module parameters now.
         let crc = peer.crc || st.req_crc;
@@ -584,10 +606,39 @@ impl Expire for Cep {
     }
 }
 
+/// Connection setup failed after the Reply (RFC 6581: no matching RTR,
+/// insufficient IRD): sends the LLP TERMINATE, without header copies, as
+/// the first FPDU of the stream in the negotiated `mode`. Best effort: the
+/// connection is closed next either way.
+fn send_setup_terminate(sock: &Socket, mode: MpaMode, e: LlpError) {
+    let mut ulpdu = [0u8; 32];
+    let Some(n) = build_terminate(e.into(), 1, None, 0, &mut ulpdu) else {
+        return;
+    };
+    let mut f = [0u8; 64];
+    let mut crc = KernelCrc32c::new();
+    if let Ok(m) = encode_fpdu(
+        mode,
+        0,
+        ulpdu.get(..n).unwrap_or(&[]),
+        &[],
+        &mut crc,
+        &mut f,
+    ) {
+        let _ = send_all(sock, f.get(..m).unwrap_or(&[]));
+    }
+}
+
 /// Sends an MPA Request or Reply.
 fn send_rr(sock: &Socket, hdr: MpaRr, ird_ord: Option<IrdOrd>, pdata: &[u8]) -> Result {
     let mut buf = [0u8; 20 + MAX_PD_LEN];
     let n = encode_rr(hdr, ird_ord, pdata, &mut buf).map_err(|_| EINVAL)?;
+    send_all(sock, buf.get(..n).unwrap_or(&[]))
+}
+
+/// Sends all of `buf` (retrying a full send buffer for up to a second).
+fn send_all(sock: &Socket, buf: &[u8]) -> Result {
+    let n = buf.len();
     let mut off = 0;
     let mut tries = 0;
     while off < n {
