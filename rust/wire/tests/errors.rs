@@ -440,7 +440,15 @@ fn sink_rejections_for_every_code() {
         let n = build_terminate(e, 1, Some(&sink.raw), 7, &mut out).unwrap();
         let th = TermHdr::decode(out[18..22].try_into().unwrap());
         assert_eq!(th.code, e.term_code());
-        assert_eq!(th.hdrct, e.hdr_ct());
+        // (the offending segment is a Send: R never, it has no Read
+        // Request header to copy)
+        assert_eq!(
+            th.hdrct,
+            HdrCt {
+                r: false,
+                ..e.hdr_ct()
+            }
+        );
         let copied = if e.hdr_ct().d { 2 + 18 } else { 0 };
         assert_eq!(n, 22 + copied, "{e:?}");
     }
@@ -470,6 +478,26 @@ fn terminate_copies_read_request_for_protection_errors() {
     .unwrap();
     assert_eq!(len, 22 + 2 + 46);
     assert_eq!(&out[24..70], &b[..46]);
+    assert_eq!(out[20] & 0xe0, 0xe0);
+    // The same error for a Write or a Send: no Read Request header, so R
+    // is clear and only the DDP header is copied.
+    for h in [
+        SegmentHeader::write(0x1100, 0x2000, true),
+        SegmentHeader::send(Opcode::SendInvalidate, 0x1200, 2, 0, true),
+    ] {
+        let (b, n) = h.to_bytes();
+        let len = build_terminate(
+            RdmapError::AccessRights.into(),
+            1,
+            Some(&b[..n]),
+            (n + 64) as u16,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(len, 22 + 2 + n, "{h:?}");
+        assert_eq!(out[20] & 0xe0, 0xc0, "M and D, not R: {h:?}");
+        assert_eq!(&out[24..24 + n], &b[..n]);
+    }
     // Missing offending header: nothing copied, M/D/R cleared.
     let len = build_terminate(RdmapError::InvalidStag.into(), 1, None, 0, &mut out).unwrap();
     assert_eq!(len, 22);

@@ -334,7 +334,15 @@ fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outco
         }
         bad.push(got);
     } else if let Some(e) = ProtocolError::from_term_code(want) {
-        let hc = e.hdr_ct();
+        let mut hc = e.hdr_ct();
+        // R only when the offending segment is a Read Request (its 28
+        // octet RDMAP header is what R copies, RFC 5040 4.8).
+        if let Some((hdrs, _)) = sent {
+            let rr = |h: &&[u8]| h.len() > 1 && h[0] & 0x80 == 0 && h[1] & 0x0f == 0x1;
+            if !hdrs.iter().any(rr) {
+                hc.r = false;
+            }
+        }
         let h = t.hdrct;
         if (h.m, h.d, h.r) != (hc.m, hc.d, hc.r) {
             bad.push(format!(
