@@ -110,7 +110,7 @@ pub const ALL: &[Scenario] = &[
     ),
     sc!(
         ulpdu_beyond_mulpdu,
-        "a 9000 octet ULPDU (> MULPDU): expect TERMINATE LLP/MPA framing error"
+        "a 9000 octet Send (> MULPDU, > MSS) into the 16 octet receive: MPA takes any ULPDU_Length, expect TERMINATE DDP untagged message too long (not an LLP framing error)"
     ),
     sc!(
         ulpdu_too_short,
@@ -796,17 +796,14 @@ fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// RFC 5044: an MPA receiver takes any ULPDU_Length up to 65535 and must
+/// not depend on FPDU alignment with TCP segments (upstream siw takes
+/// any); MULPDU limits what the target sends. So a 9000 octet Send
+/// reaches DDP, which finds it too long for the 16 octet receive.
 fn ulpdu_beyond_mulpdu(ctx: &Ctx) -> Outcome {
     let h = frames::send_hdr(1);
     let payload = vec![0x33u8; 9000 - h.len()];
-    one_fpdu_term(
-        ctx,
-        h,
-        &payload,
-        tc(LlpError::Framing(
-            rsiw_wire::error::FramingFault::UlpduTooLong { len: 0, max: 0 },
-        )),
-    )
+    one_fpdu_term(ctx, h, &payload, tc(DdpError::UntaggedTooLong))
 }
 
 fn ulpdu_too_short(ctx: &Ctx) -> Outcome {
