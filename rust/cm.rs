@@ -468,11 +468,10 @@ impl Cep {
     ) -> Result {
         sock.detach();
         let m = mulpdu(sock.mss().max(536), markers.tx);
-        let rx_max = if large.rx {
-            u16::MAX
-        } else {
-            sock.advertised_mss().max(536).min(u32::from(u16::MAX)) as u16
-        };
+        // RFC 5044: receivers must not depend on FPDU alignment, and
+        // upstream siw takes any ULPDU_Length: MULPDU (and the large FPDU
+        // flag of the exchange) limits what we send, not what we take.
+        let rx_max = u16::MAX;
         let conn = Arc::new(
             Conn {
                 sock,
