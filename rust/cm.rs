@@ -18,6 +18,7 @@ use kernel::{
 };
 
 use crate::device::{limits, Device};
+use crate::kif::crc::KernelCrc32c;
 use crate::kif::{
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
     params,
@@ -26,10 +27,13 @@ use crate::kif::{
 };
 use crate::qp::{Conn, Qp, QpState};
 use crate::wire::connect::{
-    encode_rr, FrameKind, IrdOrd, MpaRr, RrParser, IRD_ORD_LEN, MAX_PD_LEN, RES_LARGE_FPDU,
-    REVISION_1, REVISION_2,
+    encode_rr, max_user_pdata, FrameKind, IrdOrd, MpaRr, RrParser, RtrType, MAX_PD_LEN,
+    RES_LARGE_FPDU, REVISION_1, REVISION_2,
 };
-use crate::wire::mpa::mulpdu;
+use crate::wire::error::LlpError;
+use crate::wire::mpa::{mulpdu, MpaMode};
+use crate::wire::term::build_terminate;
+use crate::wire::tx::encode_fpdu;
 
 /// Where an endpoint is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +103,10 @@ struct CepState {
     p2p: bool,
     /// Initiator: our Request offered to take large FPDUs.
     offered_large: bool,
+    /// Initiator: our Request's C and M flags (what the connection uses,
+    /// not the module parameters read again when the Reply arrives).
+    req_crc: bool,
+    req_markers: bool,
     /// Responder in the peer-to-peer model: ESTABLISHED as it will be
     /// reported once the RTR arrived (addresses, IRD, ORD).
     pending_established: Option<((SockAddr, SockAddr), u32, u32)>,
@@ -145,9 +153,6 @@ impl SockEvents for Cep {
     }
 }
 
-/// Largest private data of a frame with IRD/ORD.
-const MAX_USER_PD: usize = MAX_PD_LEN - IRD_ORD_LEN;
-
 impl Cep {
     fn new(active: bool, sock: Socket, listener: Option<Arc<Listener>>) -> Result<Arc<Self>> {
         let phase = if active {
@@ -175,6 +180,8 @@ impl Cep {
                     ord: 0,
                     p2p: false,
                     offered_large: false,
+                    req_crc: false,
+                    req_markers: false,
                     pending_established: None,
                 }),
                 closing: AtomicBool::new(false),
@@ -356,8 +363,36 @@ impl Cep {
         // We offer a zero length Write as RTR only (as siw prefers it); a
         // responder that picked another one cannot be served.
         let p2p = st.p2p && peer.ird_ord.is_some_and(|io| io.peer_to_peer);
-        if !reject && p2p && !peer.ird_ord.is_some_and(|io| io.write_rtr) {
+        // RFC 6581: a Reply we cannot work with gets the LLP TERMINATE
+        // before the close (as siw): an RTR we did not offer, or an ORD
+        // beyond any IRD we can serve (a smaller one raises ours below).
+        let setup_err = if reject {
+            None
+        } else if p2p && !peer.ird_ord.is_some_and(|io| io.write_rtr) {
             pr_warn!("rsiw: MPA Reply asks for an RTR other than the zero length Write offered\n");
+            Some(LlpError::NoMatchingRtr)
+        } else if let Some(o) = peer
+            .ird_ord
+            .map(|io| u32::from(io.ord))
+            .filter(|&o| o > limits::MAX_IRD)
+        {
+            pr_warn!(
+                "rsiw: MPA Reply ORD {} exceeds the IRD this device can offer ({})\n",
+                o,
+                limits::MAX_IRD
+            );
+            Some(LlpError::InsufficientIrd)
+        } else {
+            None
+        };
+        if let Some(e) = setup_err {
+            if let Some(sock) = st.sock.as_ref() {
+                let mode = MpaMode {
+                    markers: peer.markers,
+                    crc: peer.crc || st.req_crc,
+                };
+                send_setup_terminate(sock, mode, e);
+            }
             return Err(crate::kif::econnrefused());
         }
         let id = st.id.clone().ok_or(EINVAL)?;
@@ -381,15 +416,19 @@ impl Cep {
         let qp = st.qp.clone().ok_or(EINVAL)?;
         let (mut ird, mut ord) = (st.ird, st.ord);
         if let Some(io) = peer.ird_ord {
-            ord = ord.min(io.ird as u32);
-            ird = ird.min(io.ord as u32);
+            ord = ord.min(u32::from(io.ird));
+            // RFC 6581: the responder's ORD may exceed the IRD we
+            // offered: raise ours (the IRQ is sized when the QP enters
+            // RTS; more than the device can serve was refused above).
+            ird = u32::from(io.ord);
         }
-        let crc = peer.crc || params::mpa_crc_required();
+        // What our Request carried, not the module parameters now.
+        let crc = peer.crc || st.req_crc;
         // RFC 5044 7.1.1: each side's M asks for markers on the FPDUs it
-        // receives. Ours (in the Request) was mpa_markers_wanted().
+        // receives. Ours is the M of our Request.
         let markers = PerDir {
             tx: peer.markers,
-            rx: params::mpa_markers_wanted(),
+            rx: st.req_markers,
         };
         // Large FPDUs both ways if our Request offered them and the Reply
         // has the bit (siw's responder echoes it; its receiver takes any
@@ -429,11 +468,10 @@ impl Cep {
     ) -> Result {
         sock.detach();
         let m = mulpdu(sock.mss().max(536), markers.tx);
-        let rx_max = if large.rx {
-            u16::MAX
-        } else {
-            sock.advertised_mss().max(536).min(u32::from(u16::MAX)) as u16
-        };
+        // RFC 5044: receivers must not depend on FPDU alignment, and
+        // upstream siw takes any ULPDU_Length: MULPDU (and the large FPDU
+        // flag of the exchange) limits what we send, not what we take.
+        let rx_max = u16::MAX;
         let conn = Arc::new(
             Conn {
                 sock,
@@ -567,10 +605,39 @@ impl Expire for Cep {
     }
 }
 
+/// Connection setup failed after the Reply (RFC 6581: no matching RTR,
+/// insufficient IRD): sends the LLP TERMINATE, without header copies, as
+/// the first FPDU of the stream in the negotiated `mode`. Best effort: the
+/// connection is closed next either way.
+fn send_setup_terminate(sock: &Socket, mode: MpaMode, e: LlpError) {
+    let mut ulpdu = [0u8; 32];
+    let Some(n) = build_terminate(e.into(), 1, None, 0, &mut ulpdu) else {
+        return;
+    };
+    let mut f = [0u8; 64];
+    let mut crc = KernelCrc32c::new();
+    if let Ok(m) = encode_fpdu(
+        mode,
+        0,
+        ulpdu.get(..n).unwrap_or(&[]),
+        &[],
+        &mut crc,
+        &mut f,
+    ) {
+        let _ = send_all(sock, f.get(..m).unwrap_or(&[]));
+    }
+}
+
 /// Sends an MPA Request or Reply.
 fn send_rr(sock: &Socket, hdr: MpaRr, ird_ord: Option<IrdOrd>, pdata: &[u8]) -> Result {
     let mut buf = [0u8; 20 + MAX_PD_LEN];
     let n = encode_rr(hdr, ird_ord, pdata, &mut buf).map_err(|_| EINVAL)?;
+    send_all(sock, buf.get(..n).unwrap_or(&[]))
+}
+
+/// Sends all of `buf` (retrying a full send buffer for up to a second).
+fn send_all(sock: &Socket, buf: &[u8]) -> Result {
+    let n = buf.len();
     let mut off = 0;
     let mut tries = 0;
     while off < n {
@@ -589,7 +656,16 @@ fn send_rr(sock: &Socket, hdr: MpaRr, ird_ord: Option<IrdOrd>, pdata: &[u8]) -> 
 /// `iw_connect`: connect a QP to the CM id's remote address.
 pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
     let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-    if p.pdata.len() > MAX_USER_PD || p.ord > limits::MAX_ORD || p.ird > limits::MAX_IRD {
+    let rev = if params::mpa_rev() == REVISION_1 {
+        REVISION_1
+    } else {
+        REVISION_2
+    };
+    // Revision 1 frames carry no IRD/ORD data: 512 octets for the caller.
+    if p.pdata.len() > max_user_pdata(rev == REVISION_2)
+        || p.ord > limits::MAX_ORD
+        || p.ird > limits::MAX_IRD
+    {
         return Err(EINVAL);
     }
     let raddr = id.remote_addr();
@@ -611,11 +687,6 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         st.ird = p.ird;
         st.ord = p.ord;
         let sock = st.sock.as_ref().ok_or(EINVAL)?;
-        let rev = if params::mpa_rev() == REVISION_1 {
-            REVISION_1
-        } else {
-            REVISION_2
-        };
         let mut hdr = MpaRr::new(FrameKind::Request, rev, 0);
         hdr.crc = params::mpa_crc_required();
         hdr.markers = params::mpa_markers_wanted();
@@ -636,6 +707,8 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
         sock.attach(cep.clone())?;
         st.p2p = p2p;
         st.offered_large = large;
+        st.req_crc = hdr.crc;
+        st.req_markers = hdr.markers;
     }
     cep.arm_timeout();
     cep.kick();
@@ -649,10 +722,14 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     if st.phase != Phase::AwaitAccept {
         return Err(EINVAL);
     }
-    if p.pdata.len() > MAX_USER_PD || p.ord > limits::MAX_ORD || p.ird > limits::MAX_IRD {
+    let peer = st.peer.as_ref().ok_or(EINVAL)?;
+    // The Reply has IRD/ORD data only if the Request had them.
+    if p.pdata.len() > max_user_pdata(peer.enhanced)
+        || p.ord > limits::MAX_ORD
+        || p.ird > limits::MAX_IRD
+    {
         return Err(EINVAL);
     }
-    let peer = st.peer.as_ref().ok_or(EINVAL)?;
     let crc = peer.crc || params::mpa_crc_required();
     // Markers per direction (RFC 5044 7.1.1): the initiator's M asks for
     // them on what we send, ours (in the Reply) on what we receive.
@@ -672,17 +749,29 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     } else {
         REVISION_2
     };
-    // Peer-to-peer (RFC 6581): keep one RTR of those offered, a zero
-    // length Write by preference (as siw), and wait for it before
-    // reporting ESTABLISHED.
+    // Peer-to-peer (RFC 6581): keep one RTR of those offered (a zero
+    // length Write by preference, as siw, then a Read; a Send when the
+    // initiator offered neither), and wait for it before reporting
+    // ESTABLISHED.
     let offered = peer.ird_ord.filter(|io| peer.enhanced && io.peer_to_peer);
+    // (rsiw takes every RTR type)
+    let rtr_type = offered.and_then(|o| o.choose_rtr(true, true).ok());
+    // RFC 6581 (as siw's accept): our ORD at most the initiator's IRD, our
+    // IRD raised to its ORD where resources allow (`st.ird` is that ORD,
+    // capped at the device's maximum; an irdma initiator refuses a Reply
+    // whose IRD is below its ORD).
+    let (mut ird, mut ord) = (p.ird, p.ord);
+    if peer.enhanced && peer.ird_ord.is_some() {
+        ord = ord.min(st.ord);
+        ird = ird.max(st.ird);
+    }
     let io = peer.enhanced.then(|| IrdOrd {
-        ird: p.ird.min(0x3fff) as u16,
-        ord: p.ord.min(0x3fff) as u16,
+        ird: ird.min(0x3fff) as u16,
+        ord: ord.min(0x3fff) as u16,
         peer_to_peer: offered.is_some(),
-        write_rtr: offered.is_some_and(|o| o.write_rtr || !o.read_rtr),
-        read_rtr: offered.is_some_and(|o| o.read_rtr && !o.write_rtr),
-        ..IrdOrd::default()
+        zero_length_rtr: offered.is_some_and(|o| o.zero_length_rtr),
+        write_rtr: rtr_type == Some(RtrType::Write),
+        read_rtr: rtr_type == Some(RtrType::Read),
     });
     let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
     hdr.crc = crc;
@@ -696,7 +785,6 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     st.qp = Some(qp.clone());
     st.id = Some(id.clone());
     st.listener = None;
-    let (ird, ord) = (p.ird, p.ord);
     let rtr = if offered.is_some() {
         Rtr::Await
     } else {
@@ -741,12 +829,17 @@ fn report_established(id: &CmId, addrs: (SockAddr, SockAddr), ird: u32, ord: u32
 
 /// `iw_reject`: refuse a connect request with private data.
 pub fn reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
+    // (the reject Reply has no IRD/ORD data) More than fits is the
+    // caller's error, not something to cut silently.
+    if pdata.len() > max_user_pdata(false) {
+        return Err(EINVAL);
+    }
     let mut st = cep.st.lock();
     let rev = st.peer.as_ref().map_or(REVISION_2, |p| p.revision);
     if let Some(sock) = st.sock.take() {
         let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
         hdr.reject = true;
-        let _ = send_rr(&sock, hdr, None, &pdata[..pdata.len().min(MAX_PD_LEN)]);
+        let _ = send_rr(&sock, hdr, None, pdata);
         sock.detach();
         sock.shutdown();
     }

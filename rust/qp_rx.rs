@@ -27,7 +27,7 @@ use crate::kif::{
 use crate::mem::{access, Mem};
 use crate::qp::{op, wc, wqe, Qp, QpState};
 use crate::qp_tx::{
-    check_mem, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
+    check_mem, lookup_inval, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
 };
 use crate::stats::Counter;
 use crate::wire::{
@@ -246,6 +246,16 @@ impl Sink<'_> {
         if u.msn != self.c.msn[QN_SEND as usize] {
             return Err(DdpError::UntaggedMsnRange.into());
         }
+        if self.c.await_rtr && plen == 0 && u.mo == 0 && hdr.ctrl.last && !self.c.send.active {
+            // The peer-to-peer Send RTR (RFC 6581): part of the
+            // connection setup, it takes its MSN but no receive.
+            let q = &mut self.c.msn[QN_SEND as usize];
+            *q = q.wrapping_add(1);
+            self.c.seg = Seg::None;
+            self.c.await_rtr = false;
+            self.act.rtr = true;
+            return Ok(());
+        }
         if !self.c.send.active {
             if u.mo != 0 {
                 return Err(DdpError::UntaggedInvalidMo.into());
@@ -366,8 +376,15 @@ impl Sink<'_> {
         if u.msn != self.c.msn[QN_READ_REQUEST as usize] {
             return Err(DdpError::UntaggedMsnRange.into());
         }
-        if plen != 0 || u.mo != 0 || !hdr.ctrl.last {
+        // RFC 5040 4.4: a Read Request is one segment of exactly its
+        // header (the 28 octet "buffer" of QN 1): a first segment at
+        // another MO is an invalid MO; payload, or L=0 (more segments to
+        // come), makes the message longer than that buffer.
+        if u.mo != 0 {
             return Err(DdpError::UntaggedInvalidMo.into());
+        }
+        if plen != 0 || !hdr.ctrl.last {
+            return Err(DdpError::UntaggedTooLong.into());
         }
         let Body::ReadRequest(rr) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());
@@ -391,13 +408,15 @@ impl Sink<'_> {
         let mut inval = None;
         let mut err = None;
         if m.opcode.has_invalidate() {
-            match self.qp.mem_xa.get(m.inval >> 8) {
-                Some(mem) if mem.pd_id == self.qp.pd_id => {
+            // Index and key: a stale STag (an earlier registration
+            // cycle's key) must not invalidate the current registration.
+            match lookup_inval(self.qp, m.inval) {
+                Ok(mem) => {
                     mem.valid.store(false, Ordering::Release);
                     inval = Some(m.inval);
                 }
-                Some(_) => err = Some(RdmapError::ProtectionCannotInvalidate),
-                None => err = Some(RdmapError::OperationCannotInvalidate),
+                Err(MemFault::Pd) => err = Some(RdmapError::ProtectionCannotInvalidate),
+                Err(_) => err = Some(RdmapError::OperationCannotInvalidate),
             }
         }
         let status = if err.is_some() {
@@ -429,11 +448,9 @@ impl Sink<'_> {
         let Some(e) = e else { return Ok(()) };
         let mut status = wc::SUCCESS;
         if e.opcode == op::READ_LOCAL_INV {
-            match self.qp.mem_xa.get(e.sink.lkey >> 8) {
-                Some(mem) if mem.pd_id == self.qp.pd_id => {
-                    mem.valid.store(false, Ordering::Release)
-                }
-                _ => status = wc::GENERAL_ERR,
+            match lookup_inval(self.qp, e.sink.lkey) {
+                Ok(mem) => mem.valid.store(false, Ordering::Release),
+                Err(_) => status = wc::GENERAL_ERR,
             }
         }
         let _ = self.qp.complete_wr(e.wr(), e.placed, status);
@@ -628,7 +645,9 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
     let mut g = qp.rx.lock();
     let RxState { d, c, rq_get } = &mut *g;
     let Some(d) = d.as_mut() else { return };
-    if d.error().is_some() {
+    // After a TERMINATE (RFC 5040 5.3) the deframer delivers nothing
+    // more: no placement, no completion, no TERMINATE in answer.
+    if d.error().is_some() || d.terminated() {
         return;
     }
     let mut sink = Sink { qp, c, rq_get, act };

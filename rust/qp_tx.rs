@@ -104,6 +104,23 @@ pub(crate) fn lookup_stag(qp: &Qp, stag: u32, cache: &mut StagCache) -> Option<A
     Some(mem)
 }
 
+/// The memory object an invalidation (Send with Invalidate, Local
+/// Invalidate, Read with Local Invalidate) names: index *and* key must
+/// match (a stale STag of an earlier registration cycle names nothing and
+/// must leave the current registration alone), and the memory must belong
+/// to the QP's PD. Errors: [`MemFault::Stag`] (unknown or stale) or
+/// [`MemFault::Pd`].
+pub(crate) fn lookup_inval(qp: &Qp, stag: u32) -> core::result::Result<Arc<Mem>, MemFault> {
+    let mem = qp.mem_xa.get(stag >> 8).ok_or(MemFault::Stag)?;
+    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
+        return Err(MemFault::Stag);
+    }
+    if mem.pd_id != qp.pd_id {
+        return Err(MemFault::Pd);
+    }
+    Ok(mem)
+}
+
 /// Checks validity, PD, access rights `need` and bounds of `[addr, addr +
 /// len)` of `mem` for `qp`.
 pub(crate) fn check_mem(
@@ -1051,7 +1068,15 @@ fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
                     Err(MemFault::Stag) => Err(RdmapError::InvalidStag),
                     Err(MemFault::Pd) => Err(RdmapError::StagNotAssociated),
                     Err(MemFault::Access) => Err(RdmapError::AccessRights),
-                    Err(MemFault::Bounds) => Err(RdmapError::BaseBounds),
+                    Err(MemFault::Bounds) => {
+                        // RFC 5040 4.8: a source TO + size past 2^64 is
+                        // TO wrap, not base/bounds.
+                        if rr.src_to.checked_add(u64::from(rr.size)).is_none() {
+                            Err(RdmapError::ToWrap)
+                        } else {
+                            Err(RdmapError::BaseBounds)
+                        }
+                    }
                 }
             }
         }
@@ -1159,12 +1184,12 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         }
         op::READ | op::READ_LOCAL_INV => read_request_job(qp, tx, idx, sqe),
         op::INVAL_STAG => {
-            let ok = match qp.mem_xa.get(sqe.rkey >> 8) {
-                Some(mem) if mem.pd_id == qp.pd_id => {
+            let ok = match lookup_inval(qp, sqe.rkey) {
+                Ok(mem) => {
                     mem.valid.store(false, Ordering::Release);
                     true
                 }
-                _ => false,
+                Err(_) => false,
             };
             if ok {
                 complete_now(qp, idx, &sqe, wc::SUCCESS);

@@ -24,6 +24,18 @@ pub const RR_HDR_LEN: usize = 20;
 pub const MAX_PD_LEN: usize = 512;
 /// Length of the RFC 6581 IRD/ORD data.
 pub const IRD_ORD_LEN: usize = 4;
+
+/// Largest private data of the consumer one Request/Reply can carry:
+/// PD_Length is at most 512 (RFC 5044), of which an enhanced frame (RFC
+/// 6581, revision 2 with IRD/ORD data) spends 4 on the IRD/ORD data; a
+/// revision 1 frame, or a revision 2 frame without them, carries 512.
+pub const fn max_user_pdata(enhanced: bool) -> usize {
+    if enhanced {
+        MAX_PD_LEN - IRD_ORD_LEN
+    } else {
+        MAX_PD_LEN
+    }
+}
 /// Largest IRD/ORD value (14 bits).
 pub const IRD_ORD_MAX: u16 = 0x3fff;
 

@@ -14,13 +14,16 @@
 //! [`RxSink::on_marker`]. The CRC covers everything from the FPDU's first
 //! octet (a leading marker included) up to the CRC field. After an error
 //! the deframer stays failed (RFC 5044: no further FPDU is delivered).
+//! After a complete TERMINATE (RFC 5040 section 5.3: the stream is dead
+//! once one is received) it delivers nothing more either, unless
+//! [`RxConfig::stop_at_terminate`] is off (a test tool watching a peer).
 
 use crate::wire::crc::{crc_from_wire, Crc32c};
 use crate::wire::ddp::Control;
 use crate::wire::error::{FramingFault, LlpError, ProtocolError};
 use crate::wire::markers::{self, Marker};
 use crate::wire::mpa::{self, MpaMode};
-use crate::wire::rdmap::{check_control, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN};
+use crate::wire::rdmap::{check_control, Opcode, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN};
 
 /// Receive configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +34,9 @@ pub struct RxConfig {
     pub max_ulpdu: u16,
     /// Reject markers whose reserved bits are not zero.
     pub strict_marker_rsvd: bool,
+    /// Deliver nothing after a TERMINATE whose FPDU passed its CRC check
+    /// (the later octets of the stream are discarded unparsed).
+    pub stop_at_terminate: bool,
 }
 
 impl RxConfig {
@@ -40,6 +46,7 @@ impl RxConfig {
             mode,
             max_ulpdu: u16::MAX,
             strict_marker_rsvd: false,
+            stop_at_terminate: true,
         }
     }
 }
@@ -140,6 +147,7 @@ pub struct Deframer<C: Crc32c> {
     mk_off: u32,
     mk_leading: bool,
     failed: Option<ProtocolError>,
+    terminated: bool,
     fpdus: u64,
     hdr: Option<SegmentHeader>,
 }
@@ -174,6 +182,7 @@ impl<C: Crc32c> Deframer<C> {
             mk_off: 0,
             mk_leading: false,
             failed: None,
+            terminated: false,
             fpdus: 0,
             hdr: None,
         }
@@ -187,6 +196,12 @@ impl<C: Crc32c> Deframer<C> {
     /// Whether the deframer sits exactly between two FPDUs.
     pub fn at_fpdu_boundary(&self) -> bool {
         !self.in_fpdu && self.failed.is_none()
+    }
+
+    /// Whether a TERMINATE was delivered and the deframer stopped (see
+    /// [`RxConfig::stop_at_terminate`]).
+    pub fn terminated(&self) -> bool {
+        self.terminated
     }
 
     /// The error that stopped the deframer, if any.
@@ -233,10 +248,14 @@ impl<C: Crc32c> Deframer<C> {
     }
 
     /// Feeds the next octets of the stream. On error the deframer is
-    /// failed and every later call returns the same error.
+    /// failed and every later call returns the same error. After a
+    /// TERMINATE ([`Deframer::terminated`]) the octets are discarded.
     pub fn push<S: RxSink>(&mut self, data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
         if let Some(e) = self.failed {
             return Err(e);
+        }
+        if self.terminated {
+            return Ok(());
         }
         match self.run(data, sink) {
             Ok(()) => Ok(()),
@@ -266,7 +285,7 @@ impl<C: Crc32c> Deframer<C> {
     }
 
     fn run<S: RxSink>(&mut self, mut data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
-        while !data.is_empty() {
+        while !data.is_empty() && !self.terminated {
             if !self.cfg.mode.markers && self.phase == Phase::Len && self.len_have == 0 {
                 if let Some(n) = self.take_whole_fpdu(data, sink)? {
                     self.off = self.off.wrapping_add(n as u32);
@@ -412,14 +431,17 @@ impl<C: Crc32c> Deframer<C> {
             }
         };
         // (by reference: taking the header out would copy it)
-        let r = match &self.hdr {
-            Some(h) => sink.on_fpdu_end(h, verdict),
-            None => Ok(()),
+        let (r, term) = match &self.hdr {
+            Some(h) => (sink.on_fpdu_end(h, verdict), h.opcode == Opcode::Terminate),
+            None => (Ok(()), false),
         };
         self.hdr = None;
         r?;
         if let CrcVerdict::Mismatch { computed, received } = verdict {
             return Err(LlpError::CrcMismatch { computed, received }.into());
+        }
+        if term && self.cfg.stop_at_terminate {
+            self.terminated = true;
         }
         Ok(())
     }
@@ -456,7 +478,13 @@ impl<C: Crc32c> Deframer<C> {
             } else {
                 markers::fpduptr(self.mk_off, self.hdr_off).unwrap_or(u16::MAX)
             };
-            if m.fpduptr != expected {
+            // RFC 5044 5: FPDUs are 4 octet aligned, so the two low
+            // bits of FPDUPTR are zero when sent; the receiver MUST treat
+            // them as zero. (`expected` has them zero on any stream that
+            // starts at a multiple of 4; the masking on both sides keeps
+            // streams that start elsewhere, as the fuzz targets' do,
+            // consistent.)
+            if m.fpduptr & !3 != expected & !3 {
                 return Err(LlpError::Framing(FramingFault::MarkerMismatch {
                     expected,
                     received: m.fpduptr,

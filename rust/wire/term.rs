@@ -184,7 +184,9 @@ pub fn parse_term_copy<'a>(
 ///
 /// `offending` is the DDP/RDMAP header of the segment that caused the error
 /// (starting at its control field; may be longer); `ddp_seg_len` goes into
-/// the DDP Segment Length field. The parts copied follow `err.hdr_ct()`; if
+/// the DDP Segment Length field. The parts copied follow `err.hdr_ct()`,
+/// except that R is cleared unless the offending segment is a Read
+/// Request (only then does the 28 octet RDMAP header follow); if
 /// `offending` is `None` or too short, nothing is copied and M/D/R are
 /// cleared. `msn` is the Terminate queue MSN (siw sends 1).
 pub fn build_terminate(
@@ -202,13 +204,21 @@ pub fn build_terminate(
             let c1 = *o.get(1)?;
             let ctrl = Control::decode([c0, c1]);
             let mut n = ctrl.ddp_hdr_len();
-            if th.hdrct.r && !ctrl.tagged && ctrl.opcode == Opcode::ReadRequest as u8 {
+            let rr = !ctrl.tagged && ctrl.opcode == Opcode::ReadRequest as u8;
+            if th.hdrct.r && rr {
                 n += READ_REQUEST_BODY_LEN;
             }
-            o.get(..n)
+            Some((o.get(..n)?, rr))
         });
         match picked {
-            Some(p) => copy = p,
+            Some((p, rr)) => {
+                copy = p;
+                // RFC 5040 4.8: R says the 28 octet Read Request header
+                // follows; any other segment has no RDMAP header to copy.
+                if !rr {
+                    th.hdrct.r = false;
+                }
+            }
             None => th.hdrct = HdrCt::default(),
         }
     }

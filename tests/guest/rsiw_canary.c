@@ -3,10 +3,13 @@
  * rsiw_canary: a persistent rdma_cm server for the hostile-peer test
  * (issue 7) that detects stray placement into its memory.
  *
- *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-v]
+ *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-v]
  *
  * -k: after a failed work completion keep the connection until the peer
  *     or the shutdown ends it (default: disconnect at once, as rping does).
+ * -f: the sink of an RDMA Read that completed with an error (flushed)
+ *     must be untouched (for read_resp_after_flush: no other octet of the
+ *     Read Response came before the error).
  *
  * It speaks rping's server protocol (rping -s -P) so the hostile peer's
  * scenarios work unchanged, and per connection:
@@ -16,8 +19,9 @@
  *     takes one more Send, e.g. a Send with Invalidate), then accepts
  *     (responder resources 1, initiator depth 1, as rping);
  *  2. when the first Send arrives (exactly 16 octets), issues an RDMA Read
- *     of n = min(size, 64) octets from the peer's (buf, rkey) into a sink
- *     buffer registered for exactly those n octets;
+ *     of n = min(size, 64) octets from the peer's (buf, rkey) into the
+ *     start of a 64 octet sink buffer registered whole (a Read Response
+ *     longer than n must not place into the rest);
  *  3. when the Read completed, sends the peer one Send carrying the STag
  *     table below (from its own send buffer).
  *
@@ -31,7 +35,7 @@
  * shutdown), its QP is destroyed and its MRs deregistered, and then every
  * octet of its regions is compared with the shadow, except the octets
  * legitimately written by the peer: the two 16 octet receive buffers and
- * the n octets of the sink.  This covers the canary pages and the parts of
+ * the first n octets of the sink.  This covers the canary pages and the parts of
  * registered pages outside the registered ranges.  One line per connection;
  * on SIGTERM/SIGINT, or after IDLE_SECS without any event, the server
  * disconnects what is left, checks it, prints
@@ -139,7 +143,7 @@ struct conn {
 };
 
 static volatile sig_atomic_t stop;
-static int verbose, keep_on_error;
+static int verbose, keep_on_error, strict_flush;
 static long page;
 static unsigned int region_serial;
 static struct ibv_context *ctx;
@@ -359,9 +363,11 @@ static void start_read(struct conn *c, const uint8_t *info)
 
 	memset(&wr, 0, sizeof(wr));
 	if (c->nread) {
-		/* The sink's registration is exactly the n octets read,
-		 * ending at the page end. */
-		if (!reg(pd1, r, c->nread,
+		/* The sink's registration is all SINK_MAX octets of the
+		 * buffer (ending at the page end); the Read fills its first
+		 * n: a Read Response longer than the Read must not place
+		 * into the rest of the MR (checked against the shadow). */
+		if (!reg(pd1, r, SINK_MAX,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) {
 			note(c, "sink registration failed (%s)", strerror(errno));
 			n_setup_fail++;
@@ -369,8 +375,6 @@ static void start_read(struct conn *c, const uint8_t *info)
 			return;
 		}
 		r->exempt = c->nread;
-		r->buf += r->len - c->nread;
-		r->len = c->nread;
 		sge.addr = (uintptr_t)r->buf;
 		sge.length = c->nread;
 		sge.lkey = r->mr->lkey;
@@ -394,6 +398,12 @@ static void on_wc(struct conn *c, const struct ibv_wc *wc)
 	if (!c->qp_made)
 		return;
 	if (wc->status != IBV_WC_SUCCESS) {
+		/* -f: the sink of a Read that did not complete must not
+		 * have been written (by a Read Response after the flush). */
+		if (strict_flush && wc->wr_id == WR_READ) {
+			c->r[R_SINK].exempt = 0;
+			note(c, "Read failed: its sink must be untouched");
+		}
 		if (!c->error)
 			note(c, "wr %llu: %s", (unsigned long long)wc->wr_id,
 			     ibv_wc_status_str(wc->status));
@@ -692,7 +702,7 @@ static void set_nonblock(int fd)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-v]\n");
+		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-v]\n");
 	return 2;
 }
 
@@ -705,7 +715,7 @@ int main(int argc, char **argv)
 	int idle = 0, o, i;
 	time_t t0;
 
-	while ((o = getopt(argc, argv, "a:p:t:n:kv")) != -1) {
+	while ((o = getopt(argc, argv, "a:p:t:n:kfv")) != -1) {
 		switch (o) {
 		case 'a':
 			addr = optarg;
@@ -723,6 +733,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			keep_on_error = 1;
+			break;
+		case 'f':
+			strict_flush = 1;
 			break;
 		case 'v':
 			verbose = 1;

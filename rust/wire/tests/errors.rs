@@ -129,7 +129,7 @@ fn llp_marker_mismatch() {
     let big = ulpdu(send(), &[0xaa; 600]);
     let mut s = fpdu(MODE, 0, &big);
     assert_eq!(&s[512..516], &[0, 0, 1, 0xfc]);
-    s[515] = 0xfd;
+    s[515] = 0xf8;
     assert!(matches!(
         rx_err(&s),
         ProtocolError::Llp(LlpError::Framing(FramingFault::MarkerMismatch {
@@ -440,7 +440,15 @@ fn sink_rejections_for_every_code() {
         let n = build_terminate(e, 1, Some(&sink.raw), 7, &mut out).unwrap();
         let th = TermHdr::decode(out[18..22].try_into().unwrap());
         assert_eq!(th.code, e.term_code());
-        assert_eq!(th.hdrct, e.hdr_ct());
+        // (the offending segment is a Send: R never, it has no Read
+        // Request header to copy)
+        assert_eq!(
+            th.hdrct,
+            HdrCt {
+                r: false,
+                ..e.hdr_ct()
+            }
+        );
         let copied = if e.hdr_ct().d { 2 + 18 } else { 0 };
         assert_eq!(n, 22 + copied, "{e:?}");
     }
@@ -470,6 +478,26 @@ fn terminate_copies_read_request_for_protection_errors() {
     .unwrap();
     assert_eq!(len, 22 + 2 + 46);
     assert_eq!(&out[24..70], &b[..46]);
+    assert_eq!(out[20] & 0xe0, 0xe0);
+    // The same error for a Write or a Send: no Read Request header, so R
+    // is clear and only the DDP header is copied.
+    for h in [
+        SegmentHeader::write(0x1100, 0x2000, true),
+        SegmentHeader::send(Opcode::SendInvalidate, 0x1200, 2, 0, true),
+    ] {
+        let (b, n) = h.to_bytes();
+        let len = build_terminate(
+            RdmapError::AccessRights.into(),
+            1,
+            Some(&b[..n]),
+            (n + 64) as u16,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(len, 22 + 2 + n, "{h:?}");
+        assert_eq!(out[20] & 0xe0, 0xc0, "M and D, not R: {h:?}");
+        assert_eq!(&out[24..24 + n], &b[..n]);
+    }
     // Missing offending header: nothing copied, M/D/R cleared.
     let len = build_terminate(RdmapError::InvalidStag.into(), 1, None, 0, &mut out).unwrap();
     assert_eq!(len, 22);
@@ -627,4 +655,113 @@ fn mpa_parser_wanted_counts_down() {
     assert_eq!(p.push(&b[20..20 + w]), Ok((3, true)));
     assert_eq!(p.wanted(), 0);
     assert_eq!(p.frame().unwrap().pdata, b"abc");
+}
+
+/// RFC 5040 5.3: nothing after a TERMINATE is delivered: not the Send that
+/// follows it in the same push, nor a malformed FPDU (which would draw a
+/// TERMINATE of our own), nor anything pushed later. With
+/// `stop_at_terminate` off (a test tool) everything is delivered.
+#[test]
+fn nothing_delivered_after_a_terminate() {
+    let mode = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    let t = TermHdr::from_error(RdmapError::CatastrophicGlobal.into());
+    let mut s = fpdu(mode, 0, &ulpdu(SegmentHeader::terminate(1, t), &[]));
+    let after = s.len() as u32;
+    let send_fpdu = fpdu(mode, after, &ulpdu(send(), &[7; 16]));
+    s.extend_from_slice(&send_fpdu);
+    let mut bad = ulpdu(send(), &[0; 8]);
+    bad[0] &= !0x03; // DDP version 0
+    let off = s.len() as u32;
+    s.extend_from_slice(&fpdu(mode, off, &bad));
+    for chunk in [s.len(), 1, 5] {
+        let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), 0);
+        let mut sink = Sink::new(None);
+        for c in s.chunks(chunk) {
+            d.push(c, &mut sink).unwrap();
+        }
+        assert!(d.terminated());
+        assert_eq!(d.fpdus(), 1, "chunk {chunk}");
+        assert_eq!(sink.verdicts, vec![CrcVerdict::Ok]);
+        // Later octets too.
+        d.push(&send_fpdu, &mut sink).unwrap();
+        assert_eq!(d.fpdus(), 1);
+    }
+    let cfg = RxConfig {
+        stop_at_terminate: false,
+        ..RxConfig::new(mode)
+    };
+    let mut d = Deframer::new(cfg, HostCrc32c::new(), 0);
+    let mut sink = Sink::new(None);
+    let e = d.push(&s, &mut sink).unwrap_err();
+    assert_eq!(e, ProtocolError::Ddp(DdpError::UntaggedInvalidVersion));
+    assert!(!d.terminated());
+    assert_eq!(sink.verdicts.len(), 2);
+}
+
+/// A TERMINATE whose CRC is wrong is a CRC error, not a TERMINATE.
+#[test]
+fn terminate_with_bad_crc_is_a_crc_error() {
+    let mode = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    let t = TermHdr::from_error(RdmapError::CatastrophicGlobal.into());
+    let mut s = fpdu(mode, 0, &ulpdu(SegmentHeader::terminate(1, t), &[]));
+    let n = s.len();
+    s[n - 1] ^= 1;
+    let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), 0);
+    let e = d.push(&s, &mut Sink::new(None)).unwrap_err();
+    assert!(matches!(
+        e,
+        ProtocolError::Llp(LlpError::CrcMismatch { .. })
+    ));
+    assert!(!d.terminated());
+}
+
+/// RFC 5044 5: the receiver treats the two low bits of FPDUPTR as zero
+/// (a leading marker 0..3 and a mid-FPDU 508..511 are both right).
+#[test]
+fn marker_fpduptr_low_bits_are_ignored() {
+    let mode = MpaMode {
+        markers: true,
+        crc: false,
+    };
+    let big = ulpdu(send(), &[0xaa; 600]);
+    let mut s = fpdu(mode, 0, &big);
+    assert_eq!(&s[..4], &[0, 0, 0, 0]);
+    assert_eq!(&s[512..516], &[0, 0, 1, 0xfc]);
+    s[3] = 3;
+    s[515] = 0xff;
+    let mut sink = Sink::new(None);
+    run(RxConfig::new(mode), &s, &mut sink).unwrap();
+    assert_eq!(sink.verdicts, vec![CrcVerdict::NotChecked]);
+    // A third bit is a mismatch.
+    s[515] = 0xf8 | 3;
+    assert!(matches!(
+        run(RxConfig::new(mode), &s, &mut Sink::new(None)).unwrap_err(),
+        ProtocolError::Llp(LlpError::Framing(FramingFault::MarkerMismatch {
+            expected: 508,
+            received: 0x1fb
+        }))
+    ));
+}
+
+/// PD_Length is at most 512; an enhanced (RFC 6581) frame spends 4 of
+/// them on IRD/ORD, a revision 1 frame gives all 512 to the consumer.
+#[test]
+fn private_data_limits_per_revision() {
+    assert_eq!(max_user_pdata(false), 512);
+    assert_eq!(max_user_pdata(true), 508);
+    let mut out = [0u8; 600];
+    let pd = [7u8; 513];
+    let rev1 = MpaRr::new(FrameKind::Request, REVISION_1, 0);
+    assert_eq!(encode_rr(rev1, None, &pd[..512], &mut out), Ok(532));
+    assert!(encode_rr(rev1, None, &pd, &mut out).is_err());
+    let rev2 = MpaRr::new(FrameKind::Request, REVISION_2, 0);
+    let io = Some(IrdOrd::default());
+    assert_eq!(encode_rr(rev2, io, &pd[..508], &mut out), Ok(532));
+    assert!(encode_rr(rev2, io, &pd[..509], &mut out).is_err());
 }

@@ -122,6 +122,13 @@ pub fn set_opcode(h: &mut [u8], op: u8) {
     h[..2].copy_from_slice(&c.encode());
 }
 
+/// Sets the Last flag (L) of an encoded header.
+pub fn set_last(h: &mut [u8], last: bool) {
+    let mut c = Control::decode([h[0], h[1]]);
+    c.last = last;
+    h[..2].copy_from_slice(&c.encode());
+}
+
 /// Sets the QN of an encoded untagged header.
 pub fn set_qn(h: &mut [u8], qn: u32) {
     h[6..10].copy_from_slice(&qn.to_be_bytes());

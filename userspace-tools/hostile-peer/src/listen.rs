@@ -66,6 +66,22 @@ pub const ALL: &[InitScenario] = &[
         "[initiator] a Reply with PD_Length 513: expect close"
     ),
     sc!(
+        init_reply_ord_above_ird,
+        "[initiator] a Reply whose ORD is 4 above the IRD rsiw offered: RFC 6581, rsiw raises its IRD (resources allow): expect that many zero length Read Requests at once answered, no TERMINATE"
+    ),
+    sc!(
+        init_params_changed,
+        "[initiator] mpa_markers and mpa_crc_required set between rsiw's Request (M=0 C=0) and our Reply (M=0 C=0): expect the connection to go on without markers or CRC (a zero length Read Request answered)"
+    ),
+    sc!(
+        init_reply_ord_beyond_max,
+        "[initiator] a Reply whose ORD (16383) no IRD of rsiw can serve: RFC 6581, expect the LLP TERMINATE insufficient IRD, then close"
+    ),
+    sc!(
+        init_reply_wrong_rtr,
+        "[initiator] (rsiw: mpa_peer_to_peer=1) a peer-to-peer Reply choosing the Read RTR where rsiw offered the Write RTR only: RFC 6581, expect the LLP TERMINATE no matching RTR, then close"
+    ),
+    sc!(
         init_garbage_after_reply,
         "[initiator] a valid Reply, then 4 KiB of random octets: expect TERMINATE (LLP) and close, or close"
     ),
@@ -312,4 +328,197 @@ fn init_garbage_after_reply(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
         dt.as_secs_f32(),
         p.summary()
     ))
+}
+
+/// Sets the FPDU modes of a connection whose Reply we sent (`reply_m`: the
+/// M of our Reply).
+fn fpdus_after_reply(p: &mut Peer, req: &Req, reply_m: bool, crc: bool) {
+    // RFC 5044 7.1.1: rsiw's M asks for markers on what we send, ours on
+    // what it sends.
+    p.start_fpdus(
+        MpaMode {
+            markers: req.markers,
+            crc,
+        },
+        MpaMode {
+            markers: reply_m,
+            crc,
+        },
+    );
+}
+
+/// Sends `n` zero length Read Requests at once and waits for their Read
+/// Responses; Err on a TERMINATE or a missing answer.
+fn reads_answered(ctx: &LCtx, p: &mut Peer, n: u32) -> Outcome {
+    let rr = rsiw_wire::rdmap::ReadRequest {
+        sink_stag: 0x0000_2000,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    let mut f = Vec::new();
+    for m in 1..=n {
+        f.extend(p.fpdu(&frames::read_request_hdr(m, rr), &[]));
+    }
+    p.send_raw(&f)?;
+    let answered = |p: &Peer| {
+        p.segs()
+            .iter()
+            .filter(|s| s.hdr.opcode == Opcode::ReadResponse)
+            .count()
+    };
+    p.observe(ctx.t, |p| {
+        answered(p) >= n as usize || p.first_term().is_some()
+    });
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!(
+            "TERMINATE {} after {} of {n} Read Responses: {}",
+            crate::peer::code_str(t.code),
+            answered(p),
+            p.summary()
+        ));
+    }
+    if answered(p) < n as usize {
+        return Err(format!(
+            "{} of {n} Read Requests answered: {}",
+            answered(p),
+            p.summary()
+        ));
+    }
+    Ok(format!("{n} zero length Read Requests answered"))
+}
+
+/// RFC 6581: a Reply's ORD above the initiator's IRD: the initiator
+/// raises its IRD if resources allow (else the insufficient IRD
+/// TERMINATE). rsiw took the Reply silently, kept its IRD and failed the
+/// Read past it.
+fn init_reply_ord_above_ird(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    let ord = req.io.ird + 4;
+    let mut spec = reply_spec(req);
+    spec.ird_ord = Some(IrdOrd {
+        ird: req.io.ord,
+        ord,
+        ..IrdOrd::default()
+    });
+    p.send_raw(&frames::mpa_request(&spec))?;
+    fpdus_after_reply(&mut p, req, false, req.crc);
+    let r = reads_answered(ctx, &mut p, u32::from(ord));
+    let d = format!("Request IRD {}, Reply ORD {ord}", req.io.ird);
+    r.map(|x| format!("{d}: {x}"))
+        .map_err(|x| format!("{d}: {x}"))
+}
+
+/// Where rsiw's module parameters are (the guest test runs us as root).
+const PARAMS: &str = "/sys/module/rsiw/parameters";
+
+fn param(name: &str) -> Result<String, String> {
+    std::fs::read_to_string(format!("{PARAMS}/{name}"))
+        .map(|s| s.trim().to_string())
+        .map_err(|e| format!("{PARAMS}/{name}: {e}"))
+}
+
+fn set_param(name: &str, v: &str) -> Result<(), String> {
+    std::fs::write(format!("{PARAMS}/{name}"), v).map_err(|e| format!("{PARAMS}/{name}: {e}"))
+}
+
+/// The initiator must use the C and M its Request carried: module
+/// parameters changed while the Request is out must not change what the
+/// connection does (rsiw read them again when the Reply arrived and then
+/// expected markers and CRC neither side had asked for).
+fn init_params_changed(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    if req.markers || req.crc {
+        return Err(format!(
+            "Request M={} C={}: needs rsiw's defaults (no markers, no CRC)",
+            req.markers as u8, req.crc as u8
+        ));
+    }
+    let old = (param("mpa_markers")?, param("mpa_crc_required")?);
+    set_param("mpa_markers", "1")?;
+    set_param("mpa_crc_required", "1")?;
+    let sent = p.send_raw(&frames::mpa_request(&reply_spec(req)));
+    fpdus_after_reply(&mut p, req, false, false);
+    // rsiw handles the Reply in its CM work: its first FPDU (rping's
+    // Send) says it did; then the parameters go back.
+    if sent.is_ok() {
+        p.observe(ctx.t, |p| !p.segs().is_empty());
+    }
+    let restored = set_param("mpa_markers", &old.0).and(set_param("mpa_crc_required", &old.1));
+    sent?;
+    restored?;
+    // The check is on what rsiw takes: our FPDUs without markers or CRC.
+    reads_answered(ctx, &mut p, 1).map(|x| format!("parameters set to 1 and back: {x}"))
+}
+
+/// Waits for rsiw's TERMINATE after our Reply and checks it: the first and
+/// only FPDU, LLP layer (2), EType MPA (0), `code`, no header copies
+/// (independent decoder), then the close.
+fn expect_setup_terminate(ctx: &LCtx, p: &mut Peer, code: u8) -> Outcome {
+    p.observe(ctx.t, |p| p.first_term().is_some());
+    let closed = p.wait_close(ctx.t);
+    let Some(s) = p.first_term().cloned() else {
+        return Err(format!("no TERMINATE: {}", p.summary()));
+    };
+    let mut ulpdu = s.raw.clone();
+    ulpdu.extend_from_slice(&s.payload);
+    let d = crate::termcheck::decode(&ulpdu).map_err(|e| format!("TERMINATE: {e}"))?;
+    if (d.layer, d.etype, d.code) != (2, 0, code) {
+        return Err(format!(
+            "TERMINATE layer {} etype {} code {:#04x}, expected 2/0/{code:#04x}: {}",
+            d.layer,
+            d.etype,
+            d.code,
+            p.summary()
+        ));
+    }
+    if d.m || d.d || d.r {
+        return Err(format!(
+            "setup TERMINATE with header copies: {}",
+            p.summary()
+        ));
+    }
+    if p.segs().len() != 1 {
+        return Err(format!("FPDUs besides the TERMINATE: {}", p.summary()));
+    }
+    if !closed {
+        return Err(format!(
+            "connection {} after the TERMINATE",
+            end_str(&p.end)
+        ));
+    }
+    Ok(p.summary())
+}
+
+/// RFC 6581: an initiator that cannot raise its IRD to the Reply's ORD
+/// sends the LLP TERMINATE insufficient IRD (2/0/6) and closes.
+fn init_reply_ord_beyond_max(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    let mut spec = reply_spec(req);
+    spec.ird_ord = Some(IrdOrd {
+        ird: req.io.ord,
+        ord: rsiw_wire::connect::IRD_ORD_MAX,
+        ..IrdOrd::default()
+    });
+    p.send_raw(&frames::mpa_request(&spec))?;
+    fpdus_after_reply(&mut p, req, false, req.crc);
+    expect_setup_terminate(ctx, &mut p, 0x06)
+}
+
+/// RFC 6581: a Reply choosing an RTR the initiator did not offer gets the
+/// LLP TERMINATE no matching RTR (2/0/7) and the close.
+fn init_reply_wrong_rtr(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
+    if !req.io.peer_to_peer || !req.io.write_rtr || req.io.read_rtr {
+        return Err(format!(
+            "Request IRD/ORD {:?}: needs peer-to-peer with the Write RTR only (rsiw: mpa_peer_to_peer=1)",
+            req.io
+        ));
+    }
+    let mut spec = reply_spec(req);
+    spec.ird_ord = Some(IrdOrd {
+        peer_to_peer: true,
+        read_rtr: true,
+        ..spec.ird_ord.unwrap_or_default()
+    });
+    p.send_raw(&frames::mpa_request(&spec))?;
+    fpdus_after_reply(&mut p, req, false, req.crc);
+    expect_setup_terminate(ctx, &mut p, 0x07)
 }

@@ -17,6 +17,7 @@ mod listen;
 mod mutate;
 mod peer;
 mod scenarios;
+mod termcheck;
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -262,7 +262,13 @@ impl Peer {
     pub fn start_fpdus(&mut self, tx: MpaMode, rx: MpaMode) {
         self.tx_mode = tx;
         self.tx_off = 0;
-        self.rx = Some(Deframer::new(RxConfig::new(rx), HostCrc32c::new(), 0));
+        // (everything the target sends is watched, also after a
+        // TERMINATE: a second one is an error to report)
+        let cfg = RxConfig {
+            stop_at_terminate: false,
+            ..RxConfig::new(rx)
+        };
+        self.rx = Some(Deframer::new(cfg, HostCrc32c::new(), 0));
     }
 
     /// Frames and sends one FPDU at the current stream offset.

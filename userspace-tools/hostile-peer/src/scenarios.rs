@@ -24,6 +24,7 @@ use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
+use crate::termcheck;
 
 pub struct Ctx {
     pub target: SocketAddr,
@@ -67,6 +68,10 @@ pub const ALL: &[Scenario] = &[
         "revision 2 Request with peer-to-peer and Write RTR: expect P2P and Write RTR in the Reply, a working Send after our zero length Write"
     ),
     sc!(
+        mpa_p2p_send_rtr,
+        "[STag table] revision 2 Request, peer-to-peer with only the zero length Send RTR offered: expect the Send RTR in the Reply (no Write, no Read), the RTR taking no receive (two more Sends fit the two posted receives)"
+    ),
+    sc!(
         mpa_bad_key,
         "Request with a wrong key: expect close or reject, listener still accepts"
     ),
@@ -105,7 +110,7 @@ pub const ALL: &[Scenario] = &[
     ),
     sc!(
         ulpdu_beyond_mulpdu,
-        "a 9000 octet ULPDU (> MULPDU): expect TERMINATE LLP/MPA framing error"
+        "a 9000 octet Send (> MULPDU, > MSS) into the 16 octet receive: MPA takes any ULPDU_Length, expect TERMINATE DDP untagged message too long (not an LLP framing error)"
     ),
     sc!(
         ulpdu_too_short,
@@ -152,6 +157,18 @@ pub const ALL: &[Scenario] = &[
         "Read Request for an invalid source STag: expect TERMINATE RDMAP invalid STag"
     ),
     sc!(
+        read_req_to_wrap,
+        "[STag table] Read Request from the read-only MR at source TO 2^64 - 8, 64 octets: expect TERMINATE RDMAP TO wrap"
+    ),
+    sc!(
+        read_req_with_payload,
+        "a zero length Read Request with 16 octets of payload: expect TERMINATE DDP untagged message too long"
+    ),
+    sc!(
+        read_req_not_last,
+        "a Read Request with L=0: expect TERMINATE DDP untagged message too long"
+    ),
+    sc!(
         unsolicited_read_response,
         "Read Response with no Read outstanding: expect TERMINATE RDMAP unexpected OpCode"
     ),
@@ -168,8 +185,16 @@ pub const ALL: &[Scenario] = &[
         "ORD 1 in the Request, then the Reply's IRD + 16 zero length Read Requests at once: expect TERMINATE RDMAP catastrophic error, localized to RDMAP stream"
     ),
     sc!(
+        mpa_ird_raised,
+        "Request IRD 16 ORD 8 to a server accepting with responder resources 1: expect a Reply IRD >= 8 (RFC 6581, as siw), then 8 zero length Read Requests at once all answered"
+    ),
+    sc!(
         marker_mismatch,
         "Request M=1 (needs a Reply M=1, rsiw: mpa_markers=1), a marker whose FPDUPTR is 8 off: expect TERMINATE LLP/MPA framing error"
+    ),
+    sc!(
+        marker_fpduptr_low_bits,
+        "Request M=1 (needs a Reply M=1, rsiw: mpa_markers=1), a marker whose FPDUPTR has its two low bits set, then the rping Send: RFC 5044 says treat them as zero, expect the Read Request, no TERMINATE"
     ),
     sc!(
         write_readonly,
@@ -186,6 +211,34 @@ pub const ALL: &[Scenario] = &[
     sc!(
         send_inv_foreign,
         "[STag table] Send with Invalidate of the other PD's MR: expect TERMINATE RDMAP STag cannot be invalidated (protection)"
+    ),
+    sc!(
+        send_inv_stale_key,
+        "[STag table] Send with Invalidate naming the invalidatable MR's index with another key (a stale STag): expect TERMINATE RDMAP STag cannot be invalidated (operation)"
+    ),
+    sc!(
+        after_terminate,
+        "[STag table] a TERMINATE, then in the same TCP write a Write to the invalidatable MR, a Send and a malformed FPDU: expect nothing placed or completed, no TERMINATE back, the connection closed"
+    ),
+    sc!(
+        ulpdu_shorter_than_header,
+        "ULPDU_Length 0, 1, 2, 13 (< tagged header) and 17 (< Send header), one connection each: expect TERMINATE LLP/MPA framing error every time"
+    ),
+    sc!(
+        read_resp_too_long,
+        "[sink MR 64 octets] Read Response of 32 octets to the server's 16 octet Read (inside the sink MR): expect TERMINATE DDP tagged base/bounds, no octet placed past the 16"
+    ),
+    sc!(
+        read_resp_wrong_stag,
+        "Read Response to another sink STag than the Read Request named: expect TERMINATE DDP tagged invalid STag"
+    ),
+    sc!(
+        read_resp_wrong_to,
+        "Read Response to the right sink STag at TO + 8: expect TERMINATE DDP tagged base/bounds"
+    ),
+    sc!(
+        read_resp_after_flush,
+        "a malformed FPDU while the server's Read is outstanding, then (after rsiw's TERMINATE) the Read Response: expect one TERMINATE, the flushed Read's sink untouched"
     ),
     sc!(
         peer_terminate,
@@ -281,7 +334,15 @@ fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outco
         }
         bad.push(got);
     } else if let Some(e) = ProtocolError::from_term_code(want) {
-        let hc = e.hdr_ct();
+        let mut hc = e.hdr_ct();
+        // R only when the offending segment is a Read Request (its 28
+        // octet RDMAP header is what R copies, RFC 5040 4.8).
+        if let Some((hdrs, _)) = sent {
+            let rr = |h: &&[u8]| h.len() > 1 && h[0] & 0x80 == 0 && h[1] & 0x0f == 0x1;
+            if !hdrs.iter().any(rr) {
+                hc.r = false;
+            }
+        }
         let h = t.hdrct;
         if (h.m, h.d, h.r) != (hc.m, hc.d, hc.r) {
             bad.push(format!(
@@ -311,6 +372,27 @@ fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outco
                             hex(hdrs.first().copied().unwrap_or_default())
                         ));
                     }
+                }
+            }
+        }
+    }
+    // The same TERMINATE through a decoder that is not rsiw-wire's
+    // (RFC 5040 4.8, termcheck.rs): code, HdrCt consistent with what is
+    // copied, the copies those of the offending segment.
+    let mut ulpdu = s.raw.clone();
+    ulpdu.extend_from_slice(&s.payload);
+    match termcheck::decode(&ulpdu) {
+        Err(e) => bad.push(format!("independent decoder: {e}")),
+        Ok(d) => {
+            if (d.layer, d.etype, d.code) != (want.layer, want.etype, want.code) {
+                bad.push(format!(
+                    "independent decoder: layer {} etype {} code {:#04x}",
+                    d.layer, d.etype, d.code
+                ));
+            }
+            if let Some((hdrs, seg_len)) = sent {
+                if let Err(e) = termcheck::check_copy(&d, hdrs, seg_len) {
+                    bad.push(format!("independent decoder: {e}"));
                 }
             }
         }
@@ -430,6 +512,73 @@ fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
         Some(_) => Ok("Reply P2P + Write RTR; Read Request after the RTR and Send".into()),
         None => Err(p.summary()),
     }
+}
+
+/// RFC 6581: the responder picks an RTR type the initiator offered; with
+/// neither Write (C) nor Read (D) offered that is a (zero length) Send.
+/// The RTR is consumed by MPA's connection setup, not by the consumer: it
+/// takes MSN 1 of the Send queue but no receive, so the rping Send (MSN 2)
+/// and one more Send (MSN 3, after the table) both find the server's two
+/// receives.
+fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: 16,
+            peer_to_peer: true,
+            zero_length_rtr: true,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord: Some(io),
+            ..
+        } if !hdr.reject => {
+            if !io.peer_to_peer || io.write_rtr || io.read_rtr {
+                return Err(format!(
+                    "Reply IRD/ORD {io:?}: expected P2P with the Send RTR (neither C nor D)"
+                ));
+            }
+        }
+        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
+    }
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    let mut f = p.next_send(&[]);
+    f.extend(rping_send(&mut p));
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| {
+        p.segs()
+            .iter()
+            .any(|s| s.read_request().is_some() || s.term().is_some())
+    });
+    let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
+        return Err(format!(
+            "no Read Request after the RTR and Send: {}",
+            p.summary()
+        ));
+    };
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    if table_of(&p).is_none() {
+        return Err(format!("no STag table: {}", p.summary()));
+    }
+    // The server's second receive is free only if the RTR took none.
+    let f = p.next_send(&[0x33; 16]);
+    p.send_raw(&f)?;
+    p.observe(Duration::from_millis(1500), |p| p.first_term().is_some());
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!(
+            "TERMINATE {} for the Send after the table (the RTR took a receive?): {}",
+            code_str(t.code),
+            p.summary()
+        ));
+    }
+    Ok("Reply P2P + Send RTR; the RTR took no receive".into())
 }
 
 fn mpa_rev1(ctx: &Ctx) -> Outcome {
@@ -647,17 +796,14 @@ fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// RFC 5044: an MPA receiver takes any ULPDU_Length up to 65535 and must
+/// not depend on FPDU alignment with TCP segments (upstream siw takes
+/// any); MULPDU limits what the target sends. So a 9000 octet Send
+/// reaches DDP, which finds it too long for the 16 octet receive.
 fn ulpdu_beyond_mulpdu(ctx: &Ctx) -> Outcome {
     let h = frames::send_hdr(1);
     let payload = vec![0x33u8; 9000 - h.len()];
-    one_fpdu_term(
-        ctx,
-        h,
-        &payload,
-        tc(LlpError::Framing(
-            rsiw_wire::error::FramingFault::UlpduTooLong { len: 0, max: 0 },
-        )),
-    )
+    one_fpdu_term(ctx, h, &payload, tc(DdpError::UntaggedTooLong))
 }
 
 fn ulpdu_too_short(ctx: &Ctx) -> Outcome {
@@ -807,6 +953,60 @@ fn read_req_invalid_stag(ctx: &Ctx) -> Outcome {
         &[],
         tc(RdmapError::InvalidStag),
     )
+}
+
+/// RFC 5040 4.8 / 6.3: a Data Source TO + size past 2^64 is Remote
+/// Protection Error, TO wrap (0/1/4), not base/bounds.
+fn read_req_to_wrap(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1600,
+        sink_to: 0,
+        size: 64,
+        src_stag: t.ro.stag,
+        src_to: u64::MAX - 7,
+    };
+    let h = frames::read_request_hdr(1, rr);
+    p.send_fpdu(&h, &[])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(RdmapError::ToWrap),
+        Some((&[&h], h.len() as u16)),
+    )
+}
+
+/// A Read Request is exactly its 28 octet body (the "buffer" of QN 1,
+/// RFC 5040 4.4): payload makes the message too long for it (DDP 2/5).
+fn read_req_with_payload(ctx: &Ctx) -> Outcome {
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1700,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    one_fpdu_term(
+        ctx,
+        frames::read_request_hdr(1, rr),
+        &[0x42; 16],
+        tc(DdpError::UntaggedTooLong),
+    )
+}
+
+/// A Read Request with L=0 announces more of the message than its one
+/// segment: too long for the QN 1 buffer (DDP 2/5), not an invalid MO.
+fn read_req_not_last(ctx: &Ctx) -> Outcome {
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1800,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    let mut h = frames::read_request_hdr(1, rr);
+    frames::set_last(&mut h, false);
+    one_fpdu_term(ctx, h, &[], tc(DdpError::UntaggedTooLong))
 }
 
 fn unsolicited_read_response(ctx: &Ctx) -> Outcome {
@@ -975,6 +1175,66 @@ fn read_req_beyond_ird(ctx: &Ctx) -> Outcome {
         .map_err(|x| format!("{x} ({d})"))
 }
 
+/// RFC 6581: the responder's IRD must cover the initiator's ORD (an irdma
+/// initiator refuses a Reply with IRD < ORD); siw's accept raises the
+/// consumer's IRD to it where resources allow, and caps its ORD at the
+/// initiator's IRD. The canary server (and rping) accept with responder
+/// resources 1.
+fn mpa_ird_raised(ctx: &Ctx) -> Outcome {
+    const ORD: u16 = 8;
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: ORD,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let (mut p, io) = establish_io(ctx, &req)?;
+    let Some(io) = io else {
+        return Err("revision 2 Reply without IRD/ORD data".into());
+    };
+    if io.ird < ORD || io.ord > 16 {
+        return Err(format!(
+            "Reply IRD {} ORD {} to our IRD 16 ORD {ORD}: expected IRD >= {ORD}, ORD <= 16",
+            io.ird, io.ord
+        ));
+    }
+    let rr = ReadRequest {
+        sink_stag: 0x0000_1900,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0x00ab_cd00,
+        src_to: 0,
+    };
+    let mut f = Vec::new();
+    for m in 1..=u32::from(ORD) {
+        f.extend(p.fpdu(&frames::read_request_hdr(m, rr), &[]));
+    }
+    p.send_raw(&f)?;
+    let answered = |p: &Peer| {
+        p.segs()
+            .iter()
+            .filter(|s| s.hdr.opcode == Opcode::ReadResponse)
+            .count()
+    };
+    p.observe(ctx.t, |p| {
+        answered(p) >= usize::from(ORD) || p.first_term().is_some()
+    });
+    let d = format!("Reply IRD {} ORD {}", io.ird, io.ord);
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!("{d}; TERMINATE {}", code_str(t.code)));
+    }
+    if answered(&p) < usize::from(ORD) {
+        return Err(format!(
+            "{d}; {} of {ORD} Read Requests answered: {}",
+            answered(&p),
+            p.summary()
+        ));
+    }
+    Ok(format!("{d}; {ORD} Read Requests answered"))
+}
+
 fn marker_mismatch(ctx: &Ctx) -> Outcome {
     let req = ReqSpec {
         markers: true,
@@ -1021,6 +1281,56 @@ fn marker_mismatch(ctx: &Ctx) -> Outcome {
     )
     .map(|x| format!("{d}; {x}"))
     .map_err(|x| format!("{x} ({d})"))
+}
+
+/// RFC 5044 section 5: FPDUs are 4 octet aligned, so the two low bits of
+/// FPDUPTR are zero on the wire and the receiver MUST treat them as zero.
+/// The marker at stream offset 512 gets them set; the stream must go on.
+fn marker_fpduptr_low_bits(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        markers: true,
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    let (rm, crc) = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply { hdr, .. } if !hdr.reject => (hdr.markers, hdr.crc),
+        o => return Err(format!("expected an accepting Reply, got {o}")),
+    };
+    if !rm || crc {
+        return Err(format!(
+            "Reply M={} C={}: needs markers on what the target receives and no CRC (rsiw: mpa_markers=1)",
+            rm as u8, crc as u8
+        ));
+    }
+    p.start_fpdus(
+        MpaMode { markers: true, crc },
+        MpaMode { markers: true, crc },
+    );
+    let mut s = Vec::new();
+    while s.len() < 600 {
+        let h = frames::write_hdr(0x0000_1400, 0);
+        s.extend(p.fpdu(&h, &[]));
+    }
+    let at = MARKER_INTERVAL as usize;
+    let old = u16::from_be_bytes([s[at + 2], s[at + 3]]);
+    let new = old | 3;
+    s[at + 2..at + 4].copy_from_slice(&new.to_be_bytes());
+    s.extend(rping_send(&mut p));
+    p.send_raw(&s)?;
+    p.observe(ctx.t, |p| {
+        p.segs()
+            .iter()
+            .any(|s| s.read_request().is_some() || s.term().is_some())
+    });
+    let d = format!("marker at stream offset {at}: FPDUPTR {old} sent as {new}");
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        return Err(format!("{d}: TERMINATE {}", code_str(t.code)));
+    }
+    if p.segs().iter().any(|s| s.read_request().is_some()) {
+        Ok(format!("{d}; Read Request received"))
+    } else {
+        Err(format!("{d}; {}", p.summary()))
+    }
 }
 
 // The canary server's STag table: the payload of the one Send the canary
@@ -1172,6 +1482,183 @@ fn send_inv_foreign(ctx: &Ctx) -> Outcome {
         tc(RdmapError::ProtectionCannotInvalidate),
         Some((&[&sh], (sh.len() + 16) as u16)),
     )
+}
+
+/// A stale STag: the index of the invalidatable MR with another key (as
+/// after a re-registration). RFC 5040 6.10: an STag the Data Sink cannot
+/// invalidate is a Remote Operation Error, STag cannot be invalidated
+/// (0/2/9, rsiw's answer to an unknown STag too); the current
+/// registration must stay valid. Before the fix rsiw compared the index
+/// only, invalidated the current MR and completed the Send.
+fn send_inv_stale_key(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let stale = t.inval.stag ^ 0x5a;
+    let sh = frames::send_inv_hdr(p.send_msn, stale);
+    p.send_msn += 1;
+    p.send_fpdu(&sh, &[0x11; 16])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(RdmapError::OperationCannotInvalidate),
+        Some((&[&sh], (sh.len() + 16) as u16)),
+    )
+    .map(|x| format!("STag {:#x} sent as {stale:#x}; {x}", t.inval.stag))
+}
+
+/// RFC 5040 5.3 / 6.10: after a TERMINATE the stream is dead: nothing
+/// that follows it is placed, completed or answered. The Write would land
+/// in the invalidatable MR (the canary server checks it was never
+/// written), the Send would complete the second receive, the FPDU with
+/// DDP version 0 would draw a TERMINATE.
+fn after_terminate(ctx: &Ctx) -> Outcome {
+    let (mut p, t) = with_table(ctx)?;
+    let th = frames::terminate_hdr(TermHdr::from_error(RdmapError::CatastrophicGlobal.into()));
+    let mut f = p.fpdu(&th, &[]);
+    let wh = frames::write_hdr(t.inval.stag, t.inval.addr);
+    f.extend(p.fpdu(&wh, &[0x66; 64]));
+    f.extend(p.next_send(&[0x22; 16]));
+    let mut bad = frames::send_hdr(p.send_msn);
+    frames::set_ddp_version(&mut bad, 0);
+    f.extend(p.fpdu(&bad, &[0; 16]));
+    p.send_raw(&f)?;
+    let closed = p.wait_close(ctx.t);
+    if let Some(s) = p.first_term() {
+        let code = s.term().map(|t| code_str(t.code)).unwrap_or_default();
+        return Err(format!(
+            "answered a TERMINATE with a TERMINATE ({code}): {}",
+            p.summary()
+        ));
+    }
+    if !closed {
+        return Err(format!(
+            "not closed within {} s: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
+    }
+    Ok(format!("closed, no TERMINATE back: {}", p.summary()))
+}
+
+/// The 2026 siw bug class (FPDU length underflow): ULPDU_Length shorter
+/// than the DDP header of the segment. The FPDU holds what its length
+/// says (the first L octets of the header), its PAD and a zero CRC; the
+/// header's remainder follows as if it were the next FPDU. RFC 5044: such
+/// an FPDU cannot be delivered; the answer is the LLP framing error.
+fn ulpdu_shorter_than_header(ctx: &Ctx) -> Outcome {
+    let mut done = Vec::new();
+    for (len, h) in [
+        (0usize, frames::send_hdr(1)),
+        (1, frames::send_hdr(1)),
+        (2, frames::send_hdr(1)),
+        (13, frames::write_hdr(0x0000_1500, 0)),
+        (17, frames::send_hdr(1)),
+    ] {
+        let mut p = good(ctx)?;
+        let mut f = (len as u16).to_be_bytes().to_vec();
+        f.extend_from_slice(&h[..len]);
+        f.resize(f.len() + (4 - (2 + len) % 4) % 4, 0);
+        f.extend_from_slice(&[0; 4]);
+        // (what a reader trusting the header would go on to read)
+        f.extend_from_slice(&h[len..]);
+        f.extend_from_slice(&[0x5a; 64]);
+        p.send_raw(&f)?;
+        expect_term(
+            ctx,
+            &mut p,
+            tc(LlpError::Framing(FramingFault::UlpduTooShort {
+                len: len as u16,
+            })),
+            None,
+        )
+        .map_err(|e| format!("ULPDU_Length {len}: {e}"))?;
+        done.push(len.to_string());
+    }
+    Ok(format!(
+        "ULPDU_Length {}: LLP framing TERMINATE each",
+        done.join(", ")
+    ))
+}
+
+/// The server's Read (its Read Request to us) on a fresh connection.
+fn with_read(ctx: &Ctx) -> Result<(Peer, ReadRequest), String> {
+    with_valid_stag(ctx)
+}
+
+/// 2026 siw bug class: a Read Response longer than the Read asked for.
+/// The canary server registers 64 octets of sink and reads 16 into its
+/// start: octets 16..32 lie inside the sink MR, and the server checks they
+/// stay untouched. RFC 5040 4.4: the Read Response must not exceed the
+/// Read Request's size: DDP tagged base/bounds.
+fn read_resp_too_long(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let n = rr.size as usize * 2;
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    p.send_fpdu(&h, &vec![0x77; n])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedBaseBounds),
+        Some((&[&h], (h.len() + n) as u16)),
+    )
+    .map(|x| format!("Read of {} octets answered with {n}; {x}", rr.size))
+}
+
+/// A Read Response naming another sink STag (another index, same key).
+fn read_resp_wrong_stag(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let h = frames::read_response_hdr(rr.sink_stag ^ 0x0001_0000, rr.sink_to);
+    p.send_fpdu(&h, &vec![0x77; rr.size as usize])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedInvalidStag),
+        Some((&[&h], (h.len() + rr.size as usize) as u16)),
+    )
+}
+
+/// A Read Response to the right sink STag at another TO.
+fn read_resp_wrong_to(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to.wrapping_add(8));
+    p.send_fpdu(&h, &vec![0x77; rr.size as usize])?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::TaggedBaseBounds),
+        Some((&[&h], (h.len() + rr.size as usize) as u16)),
+    )
+}
+
+/// 2026 siw bug class: a Read Response to a Read that was flushed. A Send
+/// with DDP version 0 kills the stream while the server's Read is
+/// outstanding (the Read is flushed); once rsiw's TERMINATE is in, we
+/// send the Read Response. The canary server (`-f`) checks that the sink
+/// of a flushed Read was never written.
+fn read_resp_after_flush(ctx: &Ctx) -> Outcome {
+    let (mut p, rr) = with_read(ctx)?;
+    let mut bad = frames::send_hdr(p.send_msn);
+    frames::set_ddp_version(&mut bad, 0);
+    p.send_fpdu(&bad, &[0; 16])?;
+    p.observe(ctx.t, |p| p.first_term().is_some());
+    if p.first_term().is_none() {
+        return Err(format!("no TERMINATE for DDP version 0: {}", p.summary()));
+    }
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    // The target may have closed already: a send error is fine.
+    let _ = p.send_fpdu(&h, &vec![0x77; rr.size as usize]);
+    let closed = p.wait_close(ctx.t);
+    let n = p.segs().iter().filter(|s| s.term().is_some()).count();
+    if n != 1 {
+        return Err(format!("{n} TERMINATEs: {}", p.summary()));
+    }
+    if !closed {
+        return Err(format!(
+            "not closed within {} s: {}",
+            ctx.t.as_secs(),
+            p.summary()
+        ));
+    }
+    Ok(format!("one TERMINATE, closed: {}", p.summary()))
 }
 
 #[cfg(test)]
