@@ -106,12 +106,26 @@ kmsg_check() {
 	return 0
 }
 
+# budget_spent DESC: true when this boot's time budget (RSIW_DEADLINE, in
+# seconds since the epoch, set by run_tests.sh from RSIW_BUDGET_SECS) is
+# spent and DESC is not a setup or cleanup step, which always run: the
+# test is then reported as a SKIP instead of run.
+budget_spent() {
+	[ -n "${RSIW_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$RSIW_DEADLINE" ] &&
+		[[ $1 != setup* && $1 != cleanup* && $1 != *": setup"* && $1 != *": cleanup"* ]]
+}
+BUDGET_SKIP="the time budget of this boot is spent (tests/run-all)"
+
 # check DESC COMMAND...: one KTAP test; fails on a non-zero exit or on a bad
 # kernel log line appearing during the command. Its duration is printed
 # as a diagnostic line ("# took N s") before the result.
 check() {
 	local desc=$1 t0=$SECONDS
 	shift
+	if budget_spent "$desc"; then
+		ktap_test_skip "$desc ($BUDGET_SKIP)"
+		return 0
+	fi
 	kmsg_mark
 	local out rc
 	out=$("$@" 2>&1)

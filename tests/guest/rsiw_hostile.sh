@@ -238,7 +238,9 @@ check "setup: topology, rsiw0 in ns B, siw0 and rsiw1 (vc) in ns A" eval \
 	'topo_up && load_rsiw $HOSTILE_MODPARAMS && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va && init_topo'
 
 for s in "${SCEN[@]}"; do
-	if [[ "$s" == init_* ]]; then
+	if budget_spent "hostile: $s"; then
+		ktap_test_skip "hostile: $s ($BUDGET_SKIP)"
+	elif [[ "$s" == init_* ]]; then
 		# the details (what rsiw and rping did) also on success
 		kmsg_mark
 		out=$(init_scenario "$s" 2>&1)

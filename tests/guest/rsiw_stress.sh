@@ -59,6 +59,10 @@ stest() {
 		ktap_test_skip "$desc (STRESS_SKIP)"
 		return
 	fi
+	if budget_spent "$desc"; then
+		ktap_test_skip "$desc ($BUDGET_SKIP)"
+		return
+	fi
 	kmsg_mark
 	: >"$INFO"
 	: >"$WORK/known"
