@@ -26,8 +26,129 @@ IP_A=198.18.0.1 IP_B=198.18.0.2
 # several times slower under TCG).
 tmo() { echo $(($1 * ${RSIW_TIMEOUT_SCALE:-1})); }
 
-in_a() { ip netns exec "$NS_A" "$@"; }
-in_b() { ip netns exec "$NS_B" "$@"; }
+# in_a/in_b CMD...: CMD in ns A / B. nsenter joins the network namespace
+# and nothing else; `ip netns exec` also unshares the mount namespace and
+# remounts /sys for it, a second or more per call on the debug kernel
+# under TCG. What must see the namespace's /sys/class/net uses ns_sys.
+in_a() { nsenter --net="/run/netns/$NS_A" "$@"; }
+in_b() { nsenter --net="/run/netns/$NS_B" "$@"; }
+ns_sys() { ip netns exec "$@"; }
+
+# snooze SECS: sleep without starting a process (a process start costs
+# about half a second on the debug kernel under TCG): a read with a
+# timeout on a FIFO that nobody writes to.
+SNOOZE_FD=
+snooze() {
+	if [ -z "$SNOOZE_FD" ] || [ ! -e "/proc/$BASHPID/fd/$SNOOZE_FD" ]; then
+		local f=/tmp/rsiw-snooze.$BASHPID.$RANDOM
+		mkfifo "$f" && exec {SNOOZE_FD}<>"$f" && rm -f "$f"
+	fi
+	read -r -t "$1" -u "$SNOOZE_FD" _
+	return 0
+}
+
+# sleep SECS: snooze for a plain number of seconds, sleep(1) otherwise.
+sleep() {
+	if [ $# = 1 ] && [[ $1 =~ ^[0-9]*\.?[0-9]+$ ]]; then
+		snooze "$1"
+	else
+		command sleep "$@"
+	fi
+}
+
+# kill_tree PID [SIG]: signals PID and every process below it (a function
+# or subshell run in the background is a bash process whose children
+# would otherwise live on). The parents come from /proc/*/stat, read
+# with shell builtins.
+kill_tree() {
+	local f line st kids=()
+	for f in /proc/[0-9]*/stat; do
+		{ read -r line <"$f"; } 2>/dev/null || continue
+		read -r -a st <<<"${line##*) }"
+		[ "${st[1]}" = "$1" ] && kids+=("${f//[^0-9]/}")
+	done
+	kill -"${2:-TERM}" "$1" 2>/dev/null
+	for f in "${kids[@]}"; do kill_tree "$f" "${2:-TERM}"; done
+	return 0
+}
+
+# ns_pid NS: sets NSPID to the PID of an anchor process (sleep) in
+# namespace NS, started on first use (disowned: a plain `wait` does not
+# wait for it) and stopped by topo_down; its /proc/PID/net is the
+# namespace's view, read by `listening` without starting a process.
+ns_pid() {
+	local f=/tmp/rsiw-anchor.$1 pid=
+	[ -r "$f" ] && read -r pid <"$f"
+	if [ -n "$pid" ] && [ "/proc/$pid/ns/net" -ef "/run/netns/$1" ]; then
+		NSPID=$pid
+		return 0
+	fi
+	[ -z "$pid" ] || kill "$pid" 2>/dev/null
+	nsenter --net="/run/netns/$1" sleep 1000000 </dev/null >/dev/null 2>&1 &
+	pid=$!
+	disown "$pid"
+	echo "$pid" >"$f"
+	# until nsenter has joined the namespace
+	for _ in $(seq 100); do
+		[ "/proc/$pid/ns/net" -ef "/run/netns/$1" ] && break
+		snooze 0.02
+	done
+	NSPID=$pid
+}
+# ns_anchors_stop: stops every anchor (before the namespaces go).
+ns_anchors_stop() {
+	local f pid
+	for f in /tmp/rsiw-anchor.*; do
+		[ -r "$f" ] || continue
+		read -r pid <"$f" && kill "$pid" 2>/dev/null
+		rm -f "$f"
+		# until it has left its namespace (even as a zombie)
+		for _ in $(seq 100); do
+			[ -e "/proc/$pid/ns/net" ] || break
+			snooze 0.02
+		done
+	done
+	return 0
+}
+
+# listening WHERE PORT: true when a TCP socket listens on PORT, in
+# namespace WHERE (a name) or in the network namespace of process WHERE
+# (a PID); read from /proc/PID/net/tcp{,6} with shell builtins.
+listening() {
+	local pid=$1 hex f _sl loc _rem st
+	if ! [[ $pid =~ ^[0-9]+$ ]]; then
+		ns_pid "$1"
+		pid=$NSPID
+	fi
+	printf -v hex ':%04X' "$2"
+	for f in "/proc/$pid/net/tcp" "/proc/$pid/net/tcp6"; do
+		[ -r "$f" ] || continue
+		while read -r _sl loc _rem st _; do
+			[[ $loc == *"$hex" && $st == 0A ]] && return 0
+		done <"$f"
+	done
+	return 1
+}
+# wait_listen WHERE PORT [SECS]: waits (default 5 s, scaled by tmo) until
+# `listening WHERE PORT`; wait_unlisten: until it is not.
+wait_listen() {
+	local n=$((${3:-$(tmo 5)} * 20))
+	while [ $n -gt 0 ]; do
+		listening "$1" "$2" && return 0
+		snooze 0.05
+		n=$((n - 1))
+	done
+	return 1
+}
+wait_unlisten() {
+	local n=$((${3:-$(tmo 5)} * 20))
+	while [ $n -gt 0 ]; do
+		listening "$1" "$2" || return 0
+		snooze 0.05
+		n=$((n - 1))
+	done
+	return 1
+}
 
 topo_up() { # [MTU]
 	local mtu=${1:-1500}
@@ -47,19 +168,20 @@ topo_up() { # [MTU]
 # neigh_pin DEV_A DEV_B ADDR_A ADDR_B pins another pair's entries.
 neigh_pin() {
 	local da=${1:-va} db=${2:-vb} ia=${3:-$IP_A} ib=${4:-$IP_B} ma mb
-	ma=$(in_a cat "/sys/class/net/$da/address") && mb=$(in_b cat "/sys/class/net/$db/address") &&
+	ma=$(ns_sys "$NS_A" cat "/sys/class/net/$da/address") && mb=$(ns_sys "$NS_B" cat "/sys/class/net/$db/address") &&
 		in_a ip neigh replace "$ib" lladdr "$mb" dev "$da" nud permanent &&
 		in_b ip neigh replace "$ia" lladdr "$ma" dev "$db" nud permanent
 }
 
 topo_down() {
+	ns_anchors_stop
 	ip netns del "$NS_A" 2>/dev/null
 	ip netns del "$NS_B" 2>/dev/null
 	true
 }
 
 # add_dev NS NAME TYPE NETDEV: rdma link add in a namespace
-add_dev() { ip netns exec "$1" rdma link add "$2" type "$3" netdev "$4"; }
+add_dev() { nsenter --net="/run/netns/$1" rdma link add "$2" type "$3" netdev "$4"; }
 del_dev() { rdma link delete "$1"; }
 
 # use_pair DRV: the RDMA links are ${DRV}a on va (ns A) and ${DRV}b on vb
@@ -92,13 +214,85 @@ load_rsiw() { lsmod | grep -q '^rsiw ' || insmod "$RSIW_KO" "$@"; }
 unload_rsiw() { ! lsmod | grep -q '^rsiw ' || rmmod rsiw; }
 load_siw() { lsmod | grep -q '^siw ' || modprobe siw; }
 
-# Kernel log hygiene: every test ends with kmsg_check.
+# Kernel log hygiene: every test ends with kmsg_check, which reports the
+# bad lines logged since kmsg_mark. Under run_tests.sh, which has a
+# `cat /dev/kmsg` append every record to RSIW_KMSG_LOG and shares one open
+# file of it (RSIW_KMSG_FD) with every test file, both read the new
+# records with shell builtins up to a marker they log themselves, and
+# keep the bad ones in RSIW_KMSG_BAD (so that a mark or check in a
+# subshell hides nothing from the caller's check). Otherwise they go
+# through dmesg(1), 1-2 s a call on the debug kernel.
 KMSG_BAD='WARNING:|BUG:|BUG |Oops|general protection|lockdep|possible circular|possible recursive|KASAN|kmemleak|UBSAN|refcount_t:|list_add corruption|list_del corruption|Call Trace|unregister_netdevice: waiting|hung_task|soft lockup|RCU stall'
-kmsg_mark() { KMSG_LINE=$(dmesg | wc -l); }
+KMSG_BAD_ALL=$KMSG_BAD
+# Lines that say which part of a test runs (kept with the bad lines, never
+# reported as bad), e.g. hostile-peer --kmsg's "rsiw-scope: hostile NAME".
+KMSG_SCOPE='rsiw-scope: '
+KMSG_SEQ=0
+# kmsg_read: reads the shared log up to a fresh marker, keeping bad lines.
+kmsg_read() {
+	local tag line part= n=0
+	tag="rsiw-kmsg-mark $BASHPID.$KMSG_SEQ"
+	KMSG_SEQ=$((KMSG_SEQ + 1))
+	# level 7: kept off the console
+	echo "<7>$tag" >/dev/kmsg
+	while [ $n -lt $((200 * ${RSIW_TIMEOUT_SCALE:-1})) ]; do
+		if read -r -u "$RSIW_KMSG_FD" line; then
+			line=$part$line part=
+			[[ $line == *";$tag" ]] && return 0
+			[[ $line =~ $KMSG_BAD_ALL|$KMSG_SCOPE ]] && echo "${line#*;}" >>"$RSIW_KMSG_BAD"
+		else
+			# at the end: a partial line waits for its rest
+			part+=$line
+			snooze 0.05
+			n=$((n + 1))
+		fi
+	done
+	echo "rsiw-kmsg: marker not seen in $RSIW_KMSG_LOG (WARNING: kernel log unread)" >>"$RSIW_KMSG_BAD"
+}
+# kmsg_bad_count: the number of lines in RSIW_KMSG_BAD.
+kmsg_bad_count() {
+	local n=0
+	while IFS= read -r _; do n=$((n + 1)); done <"$RSIW_KMSG_BAD"
+	echo "$n"
+}
+kmsg_mark() {
+	if [ -n "${RSIW_KMSG_FD:-}" ]; then
+		kmsg_read
+		KMSG_LINE=$(kmsg_bad_count)
+	else
+		KMSG_LINE=$(dmesg | wc -l)
+	fi
+}
+# kmsg_scoped: prints the bad lines and the scope lines logged since
+# kmsg_mark (in order), and marks anew.
+kmsg_scoped() {
+	local line i=0
+	if [ -n "${RSIW_KMSG_FD:-}" ]; then
+		kmsg_read
+		while IFS= read -r line; do
+			i=$((i + 1))
+			[ $i -gt "${KMSG_LINE:-0}" ] && [[ $line =~ $KMSG_BAD|$KMSG_SCOPE ]] && echo "$line"
+		done <"$RSIW_KMSG_BAD"
+		KMSG_LINE=$i
+	else
+		dmesg | tail -n +"$((KMSG_LINE + 1))" | grep -E "$KMSG_BAD|$KMSG_SCOPE" | sed 's/^\[[^]]*\] //'
+		kmsg_mark
+	fi
+}
 kmsg_check() {
-	local bad
-	bad=$(dmesg | tail -n +"$((KMSG_LINE + 1))" | grep -E "$KMSG_BAD")
-	kmsg_mark
+	local bad= line i=0
+	if [ -n "${RSIW_KMSG_FD:-}" ]; then
+		kmsg_read
+		while IFS= read -r line; do
+			i=$((i + 1))
+			[ $i -gt "${KMSG_LINE:-0}" ] && [[ $line =~ $KMSG_BAD ]] && bad+=$line$'\n'
+		done <"$RSIW_KMSG_BAD"
+		bad=${bad%$'\n'}
+		KMSG_LINE=$i
+	else
+		bad=$(dmesg | tail -n +"$((KMSG_LINE + 1))" | grep -E "$KMSG_BAD")
+		kmsg_mark
+	fi
 	if [ -n "$bad" ]; then
 		echo "$bad" | sed 's/^/# kmsg: /'
 		return 1

@@ -5,9 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 17
+ktap_set_plan 18
 
-mac_a() { in_a cat /sys/class/net/va/address; }
+mac_a() { ns_sys "$NS_A" cat /sys/class/net/va/address; }
 
 t_load() { topo_up && load_rsiw && lsmod | grep -q '^rsiw '; }
 t_link_add() { add_dev "$NS_A" rsiw0 rsiw va && in_a rdma link show rsiw0/1 | grep -q 'netdev va'; }
@@ -64,7 +64,7 @@ t_rmmod_mpa_wait() {
 	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va || return 1
 	ip netns exec "$NS_A" rping -s -a "$IP_A" -p 7190 >/dev/null 2>&1 &
 	srv=$!
-	for _ in $(seq 50); do in_a ss -ltn | grep -q ':7190 ' && break; sleep 0.1; done
+	wait_listen "$NS_A" 7190
 	ip netns exec "$NS_B" bash -c "exec 3<>/dev/tcp/$IP_A/7190 && exec sleep 14" >/dev/null 2>&1 &
 	tcp=$!
 	sleep 1
@@ -82,8 +82,28 @@ t_netdev_gone() {
 		for _ in $(seq 50); do rdma dev show rsiw0 >/dev/null 2>&1 || break; sleep 0.1; done &&
 		! rdma dev show rsiw0 2>/dev/null
 }
+# The kernel-log check itself (lib.sh): a WARNING line logged after
+# kmsg_mark, with a mark taken in a subshell in between, is reported by
+# kmsg_check, once.
+t_kmsg_self() {
+	local out
+	kmsg_mark
+	echo "<7>WARNING: rsiw kmsg self-test line, not a fault" >/dev/kmsg
+	(kmsg_mark)
+	out=$(kmsg_check) && { echo "kmsg_check missed a WARNING line"; return 1; }
+	[[ $out == *"rsiw kmsg self-test"* ]] || { echo "kmsg_check printed: $out"; return 1; }
+	kmsg_check >/dev/null
+	kmsg_check || { echo "the line was reported twice"; return 1; }
+}
 t_cleanup() { unload_rsiw && del_dev siw0 2>/dev/null; rmmod siw && topo_down; }
 
+# (not through check: its own kmsg_check would see the line)
+if out=$(t_kmsg_self 2>&1); then
+	ktap_test_pass "kernel-log check reports a WARNING line logged during a test"
+else
+	echo "$out" | sed 's/^/# /'
+	ktap_test_fail "kernel-log check reports a WARNING line logged during a test"
+fi
 check "module loads" t_load
 check "rdma link add rsiw0 on a veth in a namespace" t_link_add
 check "ibv_devices lists rsiw0" t_devices

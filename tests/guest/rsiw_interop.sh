@@ -148,10 +148,7 @@ rio() {
 	in_b timeout $(tmo 40) riostream -b "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/server.out 2>&1 &
 	SERVER=$!
 	# a fixed "sleep 1" sometimes lost the race with the server's listen
-	for _ in $(seq 50); do
-		in_b ss -ltn | grep -q ":7490 " && break
-		sleep 0.1
-	done
+	wait_listen "$NS_B" 7490
 	in_a timeout $(tmo 30) riostream -s "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/client.out 2>&1 || {
 		tail -3 /tmp/client.out
 		return 1

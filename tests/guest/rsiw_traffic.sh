@@ -19,21 +19,15 @@ pair() {
 # down after its process exits, and a client that connects to it then is
 # refused.
 serve() {
-	for _ in $(seq 50); do
-		in_b ss -ltn | grep -q ":$PORT " || break
-		sleep 0.1
-	done
+	wait_unlisten "$NS_B" "$PORT"
 	in_b timeout $(tmo 60) "$@" >/tmp/server.out 2>&1 &
 	SERVER=$!
-	for _ in $(seq $(tmo 50)); do
-		in_b ss -ltn | grep -q ":$PORT " && return 0
-		sleep 0.1
-	done
+	wait_listen "$NS_B" "$PORT"
 	return 0
 }
 finish() { wait "$SERVER"; }
 # the client failed: the server may wait for it until its timeout
-abort_server() { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; }
+abort_server() { kill_tree "$SERVER"; wait "$SERVER" 2>/dev/null; }
 # client_failed STATUS: show what both sides printed, without perftest's
 # banner (an error goes to stderr at once, the report to stdout only at
 # exit, so the error sits above the report: not only the file's tail),
@@ -114,7 +108,9 @@ rcopy_file() {
 	sleep 1
 	# rcopy writes the copy under the same name on the server side
 	(cd /tmp && in_a timeout $(tmo 30) rcopy rcopy.src "$IP_B:rcopy.dst" -p 7472) >/tmp/client.out 2>&1 || return 1
-	finish
+	# the server serves the next client until its timeout: the client's
+	# success means the server has written and closed the copy
+	abort_server
 	cmp /tmp/rcopy.src /tmp/rcopy.dst
 }
 
@@ -157,7 +153,7 @@ post_list_coalesce() {
 	PORT=18515
 	local m0 p0 m p
 	m0=$(counter_of dev_a tx_messages)
-	p0=$(in_a cat /sys/class/net/va/statistics/tx_packets)
+	p0=$(ns_sys "$NS_A" cat /sys/class/net/va/statistics/tx_packets)
 	serve ib_send_bw -R -F -n 2000 -l 16 -s 64 -d dev_b
 	in_a timeout $(tmo 50) ib_send_bw -R -F -n 2000 -l 16 -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		head -n 40 /tmp/client.out
@@ -165,7 +161,7 @@ post_list_coalesce() {
 	}
 	finish
 	m=$(($(counter_of dev_a tx_messages) - m0))
-	p=$(($(in_a cat /sys/class/net/va/statistics/tx_packets) - p0))
+	p=$(($(ns_sys "$NS_A" cat /sys/class/net/va/statistics/tx_packets) - p0))
 	echo "$m messages in $p packets"
 	[ "$m" -ge 2000 ] && [ $((3 * p)) -lt "$m" ]
 }

@@ -53,7 +53,18 @@ sys.stdin.readline()
 '
 
 res_line() { rdma resource show | grep -E "^[0-9]+: $1: "; }
-res_count() { res_line "$1" | sed -n "s/.* $2 \([0-9]*\).*/\1/p"; }
+# res_counts DEV: the object counts of DEV's `rdma resource show` line
+# into RES (one process: each costs a second on the debug kernel).
+declare -A RES
+res_counts() {
+	local line w k=
+	line=$(res_line "$1")
+	RES=()
+	for w in $line; do
+		[ -n "$k" ] && RES[$k]=$w
+		k=$w
+	done
+}
 
 t_setup() {
 	topo_up && load_rsiw && load_siw &&
@@ -63,8 +74,9 @@ t_setup() {
 
 t_restrack() { # DEV
 	local dev=$1 line qpn k n pid rc=0
+	res_counts "$dev"
 	for k in pd cq qp mr srq ctx; do
-		n=$(res_count "$dev" $k)
+		n=${RES[$k]}
 		[ "$n" = 0 ] || { echo "$dev: $k $n before"; return 1; }
 	done
 	coproc HOLD { $PY -c "$HOLD_PY" "$dev" 2>&1; }
@@ -74,9 +86,9 @@ t_restrack() { # DEV
 	"ready "*) qpn=${line#ready } ;;
 	*) echo "holder: $line"; cat <&"${HOLD[0]}"; wait "$pid"; return 1 ;;
 	esac
-	res_line "$dev"
+	res_counts "$dev"
 	for k in pd:1 cq:2 qp:1 mr:1 srq:1 ctx:1; do
-		n=$(res_count "$dev" "${k%:*}")
+		n=${RES[${k%:*}]}
 		[ "$n" = "${k#*:}" ] || { echo "$dev: ${k%:*} $n, want ${k#*:}"; rc=1; }
 	done
 	# A QP not yet modified has no port: it shows as "link DEV/-".
@@ -89,8 +101,9 @@ t_restrack() { # DEV
 	rdma resource show pd dev "$dev" | grep -q . || { echo "pd not listed"; rc=1; }
 	echo >&"${HOLD[1]}"
 	wait "$pid" || rc=1
+	res_counts "$dev"
 	for k in pd cq qp mr srq ctx; do
-		n=$(res_count "$dev" $k)
+		n=${RES[$k]}
 		[ "$n" = 0 ] || { echo "$dev: $k $n after"; rc=1; }
 	done
 	return $rc

@@ -27,6 +27,18 @@ fi
 SLACK=${RSIW_SLAB_SLACK_KB:-8192}
 [ -z "${RSIW_BUDGET_SECS:-}" ] || export RSIW_DEADLINE=$(($(date +%s) + RSIW_BUDGET_SECS))
 
+# The kernel log, for lib.sh's kmsg_mark/kmsg_check: every record appended
+# to a file by one `cat /dev/kmsg`, read by every test file through one
+# shared open file.
+export RSIW_KMSG_LOG=/tmp/rsiw-kmsg.log RSIW_KMSG_BAD=/tmp/rsiw-kmsg.bad
+: >"$RSIW_KMSG_LOG"
+: >"$RSIW_KMSG_BAD"
+cat /dev/kmsg >>"$RSIW_KMSG_LOG" &
+KMSG_CAT=$!
+trap 'kill $KMSG_CAT 2>/dev/null' EXIT
+exec {RSIW_KMSG_FD}<"$RSIW_KMSG_LOG"
+export RSIW_KMSG_FD
+
 settle() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches

@@ -3,7 +3,8 @@
 //! checks the answers against the RFCs (issue 7).
 //!
 //!   hostile-peer --list
-//!   hostile-peer --target IP:PORT --scenario NAME [--timeout SECS]
+//!   hostile-peer --target IP:PORT --scenario NAME [--scenario NAME ...]
+//!                [--timeout SECS] [--kmsg]
 //!   hostile-peer --target IP:PORT --all            (KTAP)
 //!   hostile-peer --target IP:PORT --mutate COUNT [--seed S]
 //!   hostile-peer --listen IP:PORT --scenario init_NAME [--timeout SECS]
@@ -11,6 +12,11 @@
 //!
 //! With `--listen` the roles turn: rsiw is the initiator (an rdma_cm client
 //! connects to us) and the `init_*` scenarios bend the MPA Reply.
+//!
+//! Several scenarios run one after another, 300 ms apart. With `--kmsg`
+//! each one first logs `rsiw-scope: hostile NAME` to the kernel log
+//! (`/dev/kmsg`, level 7), so that the test script can tell which
+//! scenario a kernel report came during.
 
 mod frames;
 mod listen;
@@ -19,6 +25,7 @@ mod peer;
 mod scenarios;
 mod termcheck;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -26,13 +33,25 @@ use scenarios::{Ctx, Scenario, ALL};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME | --all | --mutate COUNT [--seed S]) [--timeout SECS]\n       hostile-peer --listen IP:PORT --scenario init_NAME [--timeout SECS] [--accept-timeout SECS]"
+        "usage: hostile-peer --list\n       hostile-peer --target IP:PORT (--scenario NAME ... | --all | --mutate COUNT [--seed S]) [--timeout SECS] [--kmsg]\n       hostile-peer --listen IP:PORT --scenario init_NAME [--timeout SECS] [--accept-timeout SECS]"
     );
     ExitCode::from(2)
 }
 
 fn run(ctx: &Ctx, s: &Scenario) -> Result<String, String> {
     (s.run)(ctx)
+}
+
+/// Logs the start of scenario `name` to the kernel log (see the module
+/// documentation); a failure to do so is reported once, on stderr.
+fn kmsg_scope(name: &str) {
+    let r = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/kmsg")
+        .and_then(|mut f| f.write_all(format!("<7>rsiw-scope: hostile {name}\n").as_bytes()));
+    if let Err(e) = r {
+        eprintln!("hostile-peer: cannot log to /dev/kmsg: {e}");
+    }
 }
 
 fn one_line(s: &str) -> String {
@@ -47,6 +66,7 @@ fn main() -> ExitCode {
     let mut names = Vec::new();
     let mut all = false;
     let mut list = false;
+    let mut kmsg = false;
     let mut t = 5u64;
     let mut mutate: Option<u32> = None;
     let mut seed = 1u64;
@@ -56,6 +76,7 @@ fn main() -> ExitCode {
         match args[i].as_str() {
             "--list" => list = true,
             "--all" => all = true,
+            "--kmsg" => kmsg = true,
             "--target" => match val(i).and_then(|v| v.parse().ok()) {
                 Some(a) => {
                     target = Some(a);
@@ -188,6 +209,12 @@ fn main() -> ExitCode {
     }
     let mut failed = 0;
     for (n, s) in picked.iter().enumerate() {
+        if n > 0 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        if kmsg {
+            kmsg_scope(s.name);
+        }
         match run(&ctx, s) {
             Ok(d) => {
                 println!("# {}: {}", s.name, one_line(&d));
@@ -197,9 +224,6 @@ fn main() -> ExitCode {
                 failed += 1;
                 println!("not ok {} {} # got {}", n + 1, s.name, one_line(&g));
             }
-        }
-        if all {
-            std::thread::sleep(Duration::from_millis(300));
         }
     }
     if all {
