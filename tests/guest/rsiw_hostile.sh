@@ -142,7 +142,7 @@ scenario() {
 	local rc=2 mk=
 	if [ "$1" = marker_mismatch ] || [ "$1" = marker_fpduptr_low_bits ]; then
 		# the Reply must ask for markers on what rsiw receives
-		mk=$(cat "$MARKERS_PARAM")
+		read -r mk <"$MARKERS_PARAM"
 		echo 1 >"$MARKERS_PARAM"
 	fi
 	# (the flushed Read's sink must stay untouched: only there is no
@@ -176,9 +176,12 @@ init_topo() {
 # res_idle: no QP and no cm_id left on the rsiw devices (after a settle of
 # up to a few seconds: the teardown finishes asynchronously).
 res_idle() {
-	local bad
+	local bad line
 	for _ in $(seq $((10 * $(tmo 5)))); do
-		bad=$(rdma res show | grep -E '^[0-9]+: rsiw[0-9]*: ' | grep -E ' (qp|cm_id) [1-9]')
+		bad=
+		while IFS= read -r line; do
+			[[ $line =~ ^[0-9]+:\ rsiw[0-9]*: && $line =~ \ (qp|cm_id)\ [1-9] ]] && bad+=$line
+		done < <(rdma res show)
 		[ -z "$bad" ] && return 0
 		snooze 0.1
 	done
@@ -192,7 +195,7 @@ init_scenario() {
 	local rc=0 hp hrc rrc t0 dt p2p=
 	if [ "$1" = init_reply_wrong_rtr ]; then
 		# rsiw must offer the peer-to-peer RTR in its Request
-		p2p=$(cat "$P2P_PARAM")
+		read -r p2p <"$P2P_PARAM"
 		echo 1 >"$P2P_PARAM"
 	fi
 	in_b "$HP" --listen "$IP_D:$IPORT" --scenario "$1" --timeout "$HOSTILE_TIMEOUT" \
@@ -205,9 +208,15 @@ init_scenario() {
 	dt=$((SECONDS - t0))
 	wait "$hp"
 	hrc=$?
-	grep -v '^ok ' "$WORK/hp.out"
-	echo "rping: exit $rrc after $dt s: $(grep -E 'cma event|error|fail|DISCONNECT' "$WORK/rping.out" | head -n 3 | tr '\n' ' ')"
-	if [ $rrc = 0 ] && [ "$1" = init_garbage_after_reply ] && grep -q 'DISCONNECT EVENT' "$WORK/rping.out"; then
+	local line rp= n=0
+	while IFS= read -r line; do
+		[[ $line == "ok "* ]] || echo "$line"
+	done <"$WORK/hp.out"
+	while IFS= read -r line && [ $n -lt 3 ]; do
+		[[ $line =~ cma\ event|error|fail|DISCONNECT ]] && rp+="$line " n=$((n + 1))
+	done <"$WORK/rping.out"
+	echo "rping: exit $rrc after $dt s: $rp"
+	if [ $rrc = 0 ] && [ "$1" = init_garbage_after_reply ] && [[ $(<"$WORK/rping.out") == *"DISCONNECT EVENT"* ]]; then
 		# connected, then torn down by rsiw's TERMINATE: rping -C 1
 		# reports the DISCONNECTED event but exits 0 (seen)
 		:
@@ -224,7 +233,7 @@ init_scenario() {
 		rc=1
 	fi
 	[ $hrc = 0 ] || rc=1
-	if [ "$1" = init_reply_reject ] && ! grep -q RDMA_CM_EVENT_REJECTED "$WORK/rping.out"; then
+	if [ "$1" = init_reply_reject ] && [[ $(<"$WORK/rping.out") != *RDMA_CM_EVENT_REJECTED* ]]; then
 		echo "rping did not see REJECTED"
 		rc=1
 	fi
@@ -333,7 +342,7 @@ for s in "${REST[@]}"; do
 		kmsg_mark
 		out=$(init_scenario "$s" 2>&1)
 		rc=$?
-		echo "$out" | sed 's/^# //; s/^/# /'
+		while IFS= read -r line; do echo "# ${line#\# }"; done <<<"$out"
 		if kmsg_check && [ $rc = 0 ]; then
 			ktap_test_pass "hostile: $s"
 		else

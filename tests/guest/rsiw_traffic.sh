@@ -5,6 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 # perftest iterations (the debug kernel run uses fewer, see tests/run-debug)
 ITERS=${RSIW_PERF_ITERS:-200}
+# iterations per size of the -a sweeps (the debug kernel run uses fewer:
+# 20 per size move 335 MB each way, 100-150 s there)
+SWEEP_ITERS=${RSIW_PERF_SWEEP_ITERS:-20}
 
 
 # pair A_TYPE B_TYPE [MODPARAMS]: rsiw/siw devices dev_a in ns A, dev_b in ns B
@@ -65,8 +68,8 @@ perf() { # tool
 
 perf_all() { # sweep message sizes 2..8 MiB
 	PORT=18515
-	serve "$1" -R -F -a -n 20 -d dev_b
-	in_a timeout $(tmo 120) "$1" -R -F -a -n 20 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	serve "$1" -R -F -a -n "$SWEEP_ITERS" -d dev_b
+	in_a timeout $(tmo 120) "$1" -R -F -a -n "$SWEEP_ITERS" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		client_failed $?
 		return 1
 	}
