@@ -62,10 +62,10 @@ t_rmmod_with_link() {
 t_rmmod_mpa_wait() {
 	local srv tcp rc=0
 	load_rsiw && add_dev "$NS_A" rsiw0 rsiw va || return 1
-	ip netns exec "$NS_A" rping -s -a "$IP_A" -p 7190 >/dev/null 2>&1 &
+	nsenter --net="/run/netns/$NS_A" rping -s -a "$IP_A" -p 7190 >/dev/null 2>&1 &
 	srv=$!
 	wait_listen "$NS_A" 7190
-	ip netns exec "$NS_B" bash -c "exec 3<>/dev/tcp/$IP_A/7190 && exec sleep 14" >/dev/null 2>&1 &
+	nsenter --net="/run/netns/$NS_B" bash -c "exec 3<>/dev/tcp/$IP_A/7190 && exec sleep 14" >/dev/null 2>&1 &
 	tcp=$!
 	sleep 1
 	kill $srv

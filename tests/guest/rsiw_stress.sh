@@ -108,13 +108,18 @@ stest() {
 
 # res_zero [DEV...]: `rdma res show` counts all zero for these devices
 # (default: every rsiw device); res_settle waits up to 20 s for it.
+# (one process per call: the line parsed with builtins)
 res_zero() {
-	local devs=${*:-rsiw0 rsiw1}
-	local d line
-	for d in $devs; do
-		line=$(rdma res show | grep -E "^[0-9]+: $d: ") || continue
-		echo "$line" | sed 's/^[0-9]*: [^:]*: //' | tr ' ' '\n' | paste - - | awk 'NF == 2 && $2 != 0 { bad = 1 } END { exit bad }' || return 1
-	done
+	local devs=" ${*:-rsiw0 rsiw1} "
+	local line w f
+	while IFS= read -r line; do
+		f=${line#*: }
+		[[ $devs == *" ${f%%:*} "* ]] || continue
+		read -r -a w <<<"${f#*: }"
+		for ((f = 1; f < ${#w[@]}; f += 2)); do
+			[ "${w[$f]}" = 0 ] || return 1
+		done
+	done < <(rdma res show)
 	return 0
 }
 # (loops count time, not turns: a turn can take long in a TCG guest)
@@ -133,7 +138,7 @@ res_settle() {
 qp_zero() {
 	local t=$((SECONDS + 20))
 	while [ $SECONDS -le $t ]; do
-		rdma res show | grep -qE "^[0-9]+: $1: .* qp 0 " && return 0
+		[[ $(rdma res show) =~ (^|$'\n')[0-9]+:\ $1:\ [^$'\n']*\ qp\ 0\  ]] && return 0
 		sleep 0.5
 	done
 	rdma res show
@@ -145,10 +150,10 @@ qp_zero() {
 serve() {
 	local log=$1 t=$((SECONDS + 10))
 	shift
-	ip netns exec "$NS_B" "$BIN" -s -a "$IP_B" -p "$PORT" "$@" >"$log" 2>&1 &
+	nsenter --net="/run/netns/$NS_B" "$BIN" -s -a "$IP_B" -p "$PORT" "$@" >"$log" 2>&1 &
 	SRV=$!
 	while [ $SECONDS -le $t ]; do
-		grep -q listening "$log" && return 0
+		[[ $(<"$log") == *listening* ]] && return 0
 		kill -0 "$SRV" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -159,7 +164,7 @@ serve() {
 client() { # LOG ARGS...: in the background, $CLI its pid
 	local log=$1
 	shift
-	ip netns exec "$NS_A" "$BIN" -a "$IP_B" -p "$PORT" "$@" >"$log" 2>&1 &
+	nsenter --net="/run/netns/$NS_A" "$BIN" -a "$IP_B" -p "$PORT" "$@" >"$log" 2>&1 &
 	CLI=$!
 }
 # wait_exit PID SECS: wait up to SECS for the process to exit, its status
@@ -294,10 +299,10 @@ kill_both() {
 	res_settle
 }
 kill_perftest() {
-	ip netns exec "$NS_B" ib_write_bw -d rsiw1 -R -D 60 -s 65536 -p 18515 >"$WORK/s.log" 2>&1 &
+	nsenter --net="/run/netns/$NS_B" ib_write_bw -d rsiw1 -R -D 60 -s 65536 -p 18515 >"$WORK/s.log" 2>&1 &
 	local s=$!
 	sleep 1
-	ip netns exec "$NS_A" ib_write_bw -d rsiw0 -R -D 60 -s 65536 -p 18515 "$IP_B" >"$WORK/c.log" 2>&1 &
+	nsenter --net="/run/netns/$NS_A" ib_write_bw -d rsiw0 -R -D 60 -s 65536 -p 18515 "$IP_B" >"$WORK/c.log" 2>&1 &
 	local c=$!
 	sleep 8
 	kill -0 $c && kill -0 $s || { tailog "$WORK/c.log" 10; return 1; }
@@ -306,10 +311,10 @@ kill_perftest() {
 	res_settle
 }
 kill_rping() {
-	ip netns exec "$NS_B" rping -s -a "$IP_B" -p 7301 -C 1000000 -S 16000 -V >"$WORK/s.log" 2>&1 &
+	nsenter --net="/run/netns/$NS_B" rping -s -a "$IP_B" -p 7301 -C 1000000 -S 16000 -V >"$WORK/s.log" 2>&1 &
 	local s=$!
 	sleep 1
-	ip netns exec "$NS_A" rping -c -a "$IP_B" -p 7301 -C 1000000 -S 16000 -V >"$WORK/c.log" 2>&1 &
+	nsenter --net="/run/netns/$NS_A" rping -c -a "$IP_B" -p 7301 -C 1000000 -S 16000 -V >"$WORK/c.log" 2>&1 &
 	local c=$!
 	sleep 6
 	kill -0 $c && kill -0 $s || { tailog "$WORK/c.log" 10; return 1; }
@@ -337,7 +342,7 @@ listen_close() {
 		serve "$WORK/s.log" -c 4 -t 60 || return 1
 		pids=
 		for j in 1 2 3 4 5 6; do
-			ip netns exec "$NS_A" bash -c "for k in \$(seq 1 20); do
+			nsenter --net="/run/netns/$NS_A" bash -c "for k in \$(seq 1 20); do
 				echo x >/dev/tcp/$IP_B/$PORT; done" >/dev/null 2>&1 &
 			pids="$pids $!"
 		done
