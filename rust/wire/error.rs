@@ -138,7 +138,8 @@ pub enum FramingFault {
         /// The configured maximum.
         max: u16,
     },
-    /// Reserved marker bits not zero (only when checked strictly).
+    /// Reserved marker bits not zero (only when checked strictly, or in a
+    /// marker that splits the CRC field of a CRC checked FPDU).
     MarkerReserved,
 }
 

@@ -12,7 +12,10 @@
 //!
 //! Markers are stripped, checked against the FPDU start and reported with
 //! [`RxSink::on_marker`]. The CRC covers everything from the FPDU's first
-//! octet (a leading marker included) up to the CRC field. After an error
+//! octet (a leading marker included) up to the CRC field. A marker that
+//! splits the CRC field (only on a stream that does not start at a
+//! multiple of 4) is not covered by it; when CRC is negotiated such a
+//! marker must be exact (see [`Deframer::push`]). After an error
 //! the deframer stays failed (RFC 5044: no further FPDU is delivered).
 //! After a complete TERMINATE (RFC 5040 section 5.3: the stream is dead
 //! once one is received) it delivers nothing more either, unless
@@ -32,7 +35,8 @@ pub struct RxConfig {
     pub mode: MpaMode,
     /// Largest ULPDU_Length accepted.
     pub max_ulpdu: u16,
-    /// Reject markers whose reserved bits are not zero.
+    /// Reject markers whose reserved bits are not zero. (A marker that
+    /// splits the CRC field of a CRC checked FPDU is always checked.)
     pub strict_marker_rsvd: bool,
     /// Deliver nothing after a TERMINATE whose FPDU passed its CRC check
     /// (the later octets of the stream are discarded unparsed).
@@ -250,6 +254,15 @@ impl<C: Crc32c> Deframer<C> {
     /// Feeds the next octets of the stream. On error the deframer is
     /// failed and every later call returns the same error. After a
     /// TERMINATE ([`Deframer::terminated`]) the octets are discarded.
+    ///
+    /// Markers: RFC 5044 section 4.3 has the receiver ignore the reserved
+    /// bits and the two low FPDUPTR bits, leaving them to the CRC, which
+    /// covers the markers of the FPDU. The one marker the CRC cannot cover
+    /// is one that splits the CRC field, which the RFC's 4 octet aligned
+    /// FPDUs never produce but a stream starting at an unaligned offset
+    /// does (the sender writes it exactly, see [`crate::wire::tx`]). With
+    /// CRC negotiated such a marker must be exact, reserved bits zero and
+    /// all 16 FPDUPTR bits, so that no bit flip in it goes undetected.
     pub fn push<S: RxSink>(&mut self, data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
         if let Some(e) = self.failed {
             return Err(e);
@@ -458,9 +471,8 @@ impl<C: Crc32c> Deframer<C> {
         }
         let n = (4 - usize::from(self.mk_have)).min(data.len());
         let b = data.get(..n).unwrap_or(&[]);
-        // A marker inside the CRC field (after its first octet) is not
-        // covered by that CRC.
-        if !(self.phase == Phase::Crc && self.crc_have > 0) {
+        let covered = self.marker_crc_covered();
+        if covered {
             self.feed_crc(b);
         }
         for &x in b {
@@ -483,20 +495,31 @@ impl<C: Crc32c> Deframer<C> {
             // them as zero. (`expected` has them zero on any stream that
             // starts at a multiple of 4; the masking on both sides keeps
             // streams that start elsewhere, as the fuzz targets' do,
-            // consistent.)
-            if m.fpduptr & !3 != expected & !3 {
+            // consistent.) The masked bits and the reserved ones are left
+            // to the CRC; a marker the CRC does not cover must be exact.
+            let exact = self.cfg.mode.crc && !covered;
+            let mask = if exact { u16::MAX } else { !3 };
+            if m.fpduptr & mask != expected & mask {
                 return Err(LlpError::Framing(FramingFault::MarkerMismatch {
                     expected,
                     received: m.fpduptr,
                 })
                 .into());
             }
-            if self.cfg.strict_marker_rsvd && m.reserved != 0 {
+            if (self.cfg.strict_marker_rsvd || exact) && m.reserved != 0 {
                 return Err(LlpError::Framing(FramingFault::MarkerReserved).into());
             }
             sink.on_marker(self.mk_off, m);
         }
         Ok(data.get(n..).unwrap_or(&[]))
+    }
+
+    /// Whether the marker being received is covered by the FPDU's CRC: all
+    /// are but one inside the CRC field (after its first octet), whose
+    /// value is computed before it. (`phase` and `crc_have` do not change
+    /// while the marker's octets arrive.)
+    fn marker_crc_covered(&self) -> bool {
+        !(self.phase == Phase::Crc && self.crc_have > 0)
     }
 
     fn take_len<S: RxSink>(&mut self, data: &[u8], sink: &mut S) -> Result<usize, ProtocolError> {

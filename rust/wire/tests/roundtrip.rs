@@ -326,6 +326,76 @@ proptest! {
     }
 }
 
+/// Regression (proptest `corruption_is_detected_with_crc`, see
+/// `roundtrip.proptest-regressions`): on a stream that starts at an offset
+/// that is not a multiple of 4, a marker can split an FPDU's CRC field; it
+/// is then not covered by that CRC. Its reserved bits and the low FPDUPTR
+/// bits, which the receiver otherwise leaves to the CRC, must still not let
+/// a flipped bit through: every single bit flip in such a marker fails the
+/// deframer.
+#[test]
+fn flip_in_marker_inside_crc_field_is_detected() {
+    use rsiw_wire::error::{FramingFault, LlpError};
+    use rsiw_wire::markers;
+    let mode = MpaMode {
+        markers: true,
+        crc: true,
+    };
+    let off = 1151u32;
+    let msgs = [Msg::Write {
+        stag: 0,
+        to: 0,
+        len: 2709,
+    }];
+    let (stream, expect) = build(&msgs, mode, off, 488, 1);
+    // The failing case: octet 2433 (stream offset 3584) starts a marker
+    // (FPDUPTR 481) that follows the first CRC octet of the FPDU ending at
+    // octet 2440 (4 marker octets and the 3 other CRC octets later).
+    let mk = 2433usize;
+    assert!(markers::is_marker_position(off.wrapping_add(mk as u32)));
+    assert_eq!(stream[mk..mk + 4], markers::encode_marker(481));
+    let (got, d) = deframe(mode, off, &stream, &[1]);
+    assert!(d.at_fpdu_boundary());
+    assert_eq!(got.segs, expect);
+    let ends: Vec<usize> = {
+        let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
+        let mut c = Collect::default();
+        let mut ends = Vec::new();
+        for (k, b) in stream.iter().enumerate() {
+            d.push(std::slice::from_ref(b), &mut c).unwrap();
+            if d.at_fpdu_boundary() {
+                ends.push(k + 1);
+            }
+        }
+        ends
+    };
+    assert!(ends.contains(&(mk + 7)), "{ends:?}");
+    for i in mk..mk + 4 {
+        for bit in 0..8 {
+            let mut s = stream.clone();
+            s[i] ^= 1 << bit;
+            for feed in [1, s.len()] {
+                let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
+                let mut c = Collect::default();
+                let err = s.chunks(feed).find_map(|b| d.push(b, &mut c).err());
+                let want = if i < mk + 2 {
+                    FramingFault::MarkerReserved
+                } else {
+                    FramingFault::MarkerMismatch {
+                        expected: 481,
+                        received: u16::from_be_bytes([s[mk + 2], s[mk + 3]]),
+                    }
+                };
+                assert_eq!(
+                    err,
+                    Some(LlpError::Framing(want).into()),
+                    "octet {i} bit {bit} feed {feed}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn untagged_and_tagged_headers_are_distinguished() {
     let (stream, expect) = build(
