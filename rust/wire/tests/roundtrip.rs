@@ -370,11 +370,23 @@ fn flip_in_marker_inside_crc_field_is_detected() {
         ends
     };
     assert!(ends.contains(&(mk + 7)), "{ends:?}");
+    // Under Miri (thousands of times slower; this test took 480 s there
+    // with every bit fed one octet at a time) two bits per octet, fed whole.
+    let bits: &[u8] = if cfg!(miri) {
+        &[0, 7]
+    } else {
+        &[0, 1, 2, 3, 4, 5, 6, 7]
+    };
     for i in mk..mk + 4 {
-        for bit in 0..8 {
+        for &bit in bits {
             let mut s = stream.clone();
             s[i] ^= 1 << bit;
-            for feed in [1, s.len()] {
+            let feeds = if cfg!(miri) {
+                vec![s.len()]
+            } else {
+                vec![1, s.len()]
+            };
+            for feed in feeds {
                 let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
                 let mut c = Collect::default();
                 let err = s.chunks(feed).find_map(|b| d.push(b, &mut c).err());
