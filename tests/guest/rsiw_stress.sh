@@ -253,6 +253,9 @@ cycles() {
 	[ $cst = 0 ] && [ $ST = 0 ] || {
 		tailog "$WORK/c.log" 10
 		tailog "$WORK/s.log" 10
+		# (a debug-kernel run of b246857's parent had the first two
+		# connects refused, once: the server side's sockets then)
+		in_b ss -tan | head -n 12
 		return 1
 	}
 	grep -q "done in .*$NCYC connections ($NCYC complete" "$WORK/s.log" && res_settle || return 1
