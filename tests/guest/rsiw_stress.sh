@@ -267,6 +267,8 @@ known_bugs() {
 	local k=
 	grep -q EADDRINUSE "$WORK/c.log" &&
 		k="active connect without SO_REUSEADDR ($(grep -ho 'EADDRINUSE retries [0-9]*' "$WORK/c.log"))"
+	grep -q ECONNREFUSED "$WORK/c.log" &&
+		k="${k:+$k; }first connects after a new listen refused (reset to the SYN; debug kernel, cause not yet known; $(grep -ho 'ECONNREFUSED retries [0-9]*' "$WORK/c.log"))"
 	grep -q 'DELIVERED BUT FLUSHED' "$WORK/s.log" &&
 		k="${k:+$k; }Sends the peer received completed as WR_FLUSH_ERR at disconnect ($(grep -ho '[0-9]* Sends' "$WORK/s.log"))"
 	[ -z "$k" ] && return 0
@@ -396,7 +398,7 @@ verified_run() {
 	local cst=$ST
 	wait_for $SRV 20
 	[ $cst = 0 ] && [ $ST = 0 ] || { tailog "$WORK/v-c.log" 10; tailog "$WORK/v-s.log" 10; return 1; }
-	info "afterwards: 8 new connections verified"
+	info "afterwards: 8 new connections verified$(grep -ho 'ECONNREFUSED retries [0-9]*' "$WORK/v-c.log" | sed 's/^/; /')"
 	res_settle
 }
 
