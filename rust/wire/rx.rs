@@ -41,6 +41,18 @@ pub struct RxConfig {
     /// Deliver nothing after a TERMINATE whose FPDU passed its CRC check
     /// (the later octets of the stream are discarded unparsed).
     pub stop_at_terminate: bool,
+    /// MPA only: check each FPDU's framing (ULPDU_Length, markers, PAD)
+    /// and CRC without looking into its ULPDU. The sink sees
+    /// [`RxSink::on_fpdu_start`] and [`RxSink::on_marker`] only;
+    /// [`Deframer::verified_offset`] says how far the stream is made of
+    /// complete FPDUs that passed. This is the first pass of verify-first
+    /// receiving (RFC 5044 section 7.1: the CRC is checked before the
+    /// ULPDU is passed to DDP), see [`RxConfig::crc_prechecked`].
+    pub mpa_only: bool,
+    /// The CRC of every FPDU this deframer is fed was checked already (by
+    /// an [`RxConfig::mpa_only`] deframer over the same octets): it is not
+    /// computed again and the verdict is [`CrcVerdict::Ok`].
+    pub crc_prechecked: bool,
 }
 
 impl RxConfig {
@@ -51,7 +63,31 @@ impl RxConfig {
             max_ulpdu: u16::MAX,
             strict_marker_rsvd: false,
             stop_at_terminate: true,
+            mpa_only: false,
+            crc_prechecked: false,
         }
+    }
+
+    /// The two passes of verify-first receiving for this configuration:
+    /// an MPA-only deframer's and the full deframer's, whose CRC the
+    /// first pass checks (see [`RxConfig::mpa_only`]).
+    pub const fn verify_first(self) -> (Self, Self) {
+        (
+            Self {
+                mpa_only: true,
+                crc_prechecked: false,
+                ..self
+            },
+            Self {
+                mpa_only: false,
+                crc_prechecked: true,
+                ..self
+            },
+        )
+    }
+
+    fn computes_crc(&self) -> bool {
+        self.mode.crc && !self.crc_prechecked
     }
 }
 
@@ -115,6 +151,24 @@ pub trait RxSink {
     fn on_marker(&mut self, _off: u32, _m: Marker) {}
 }
 
+/// The sink of an [`RxConfig::mpa_only`] deframer: such a deframer calls
+/// none of the segment callbacks, and FPDU starts and markers need no
+/// answer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MpaOnlySink;
+
+impl RxSink for MpaOnlySink {
+    fn on_header(&mut self, _: &SegmentHeader, _: &[u8], _: u16) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+    fn on_payload(&mut self, _: u32, _: &[u8]) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+    fn on_fpdu_end(&mut self, _: &SegmentHeader, _: CrcVerdict) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Len,
@@ -153,6 +207,7 @@ pub struct Deframer<C: Crc32c> {
     failed: Option<ProtocolError>,
     terminated: bool,
     fpdus: u64,
+    verified_off: u32,
     hdr: Option<SegmentHeader>,
 }
 
@@ -188,6 +243,7 @@ impl<C: Crc32c> Deframer<C> {
             failed: None,
             terminated: false,
             fpdus: 0,
+            verified_off: stream_off,
             hdr: None,
         }
     }
@@ -235,13 +291,20 @@ impl<C: Crc32c> Deframer<C> {
         self.fpdus
     }
 
+    /// Stream offset just past the last FPDU that was completed and
+    /// passed its checks (where the stream started when none was): every
+    /// octet before it belongs to such FPDUs, whatever error came later.
+    pub fn verified_offset(&self) -> u32 {
+        self.verified_off
+    }
+
     /// The configuration.
     pub fn config(&self) -> &RxConfig {
         &self.cfg
     }
 
     fn feed_crc(&mut self, b: &[u8]) {
-        if self.cfg.mode.crc {
+        if self.cfg.computes_crc() {
             self.crc.update(b);
         }
     }
@@ -300,8 +363,14 @@ impl<C: Crc32c> Deframer<C> {
     fn run<S: RxSink>(&mut self, mut data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
         while !data.is_empty() && !self.terminated {
             if !self.cfg.mode.markers && self.phase == Phase::Len && self.len_have == 0 {
-                if let Some(n) = self.take_whole_fpdu(data, sink)? {
+                let whole = if self.cfg.mpa_only {
+                    self.check_whole_fpdu(data, sink)?
+                } else {
+                    self.take_whole_fpdu(data, sink)?
+                };
+                if let Some(n) = whole {
                     self.off = self.off.wrapping_add(n as u32);
+                    self.verified_off = self.off;
                     data = data.get(n..).unwrap_or(&[]);
                     continue;
                 }
@@ -334,9 +403,47 @@ impl<C: Crc32c> Deframer<C> {
                 Phase::Crc => self.take_crc(data, avail, sink)?,
             };
             self.off = self.off.wrapping_add(used as u32);
+            if !self.in_fpdu {
+                self.verified_off = self.off;
+            }
             data = data.get(used..).unwrap_or(&[]);
         }
         Ok(())
+    }
+
+    /// The MPA-only one-pass path: `data` starts with a whole FPDU (no
+    /// markers) of acceptable length; checks its CRC. `None` (nothing
+    /// consumed) otherwise.
+    fn check_whole_fpdu<S: RxSink>(
+        &mut self,
+        data: &[u8],
+        sink: &mut S,
+    ) -> Result<Option<usize>, ProtocolError> {
+        let (Some(&l0), Some(&l1)) = (data.first(), data.get(1)) else {
+            return Ok(None);
+        };
+        let len = u16::from_be_bytes([l0, l1]);
+        if len > self.cfg.max_ulpdu {
+            return Ok(None);
+        }
+        let body_end =
+            mpa::MPA_HDR_LEN as usize + usize::from(len) + mpa::pad_len(u32::from(len)) as usize;
+        let Some(fpdu) = data.get(..body_end + mpa::MPA_CRC_LEN as usize) else {
+            return Ok(None);
+        };
+        self.in_fpdu = true;
+        self.fpdu_off = self.off;
+        self.hdr_off = self.off;
+        self.start_fpdu(len, sink)?;
+        if self.cfg.computes_crc() {
+            self.crc.reset();
+            self.crc.update(fpdu.get(..body_end).unwrap_or(&[]));
+            self.crc_value = self.crc.finalize();
+        }
+        self.crc_buf
+            .copy_from_slice(fpdu.get(body_end..).unwrap_or(&[0; 4]));
+        self.end_fpdu(sink)?;
+        Ok(Some(fpdu.len()))
     }
 
     /// The common case in one pass: `data` starts with a whole FPDU (no
@@ -386,7 +493,7 @@ impl<C: Crc32c> Deframer<C> {
         self.in_fpdu = true;
         self.fpdu_off = self.off;
         self.hdr_off = self.off;
-        if self.cfg.mode.crc {
+        if self.cfg.computes_crc() {
             self.crc.reset();
             self.crc.update(fpdu.get(..body_end).unwrap_or(&[]));
         }
@@ -435,7 +542,7 @@ impl<C: Crc32c> Deframer<C> {
         let received = crc_from_wire(self.crc_buf);
         let verdict = if !self.cfg.mode.crc {
             CrcVerdict::NotChecked
-        } else if received == self.crc_value {
+        } else if self.cfg.crc_prechecked || received == self.crc_value {
             CrcVerdict::Ok
         } else {
             CrcVerdict::Mismatch {
@@ -548,6 +655,13 @@ impl<C: Crc32c> Deframer<C> {
             })
             .into());
         }
+        if self.cfg.mpa_only {
+            // The ULPDU is opaque here: PAD and CRC follow it.
+            self.payload_len = u32::from(len);
+            self.payload_done = 0;
+            self.after_payload_check();
+            return Ok(1);
+        }
         if usize::from(len) < MIN_HDR_LEN {
             return Err(LlpError::Framing(FramingFault::UlpduTooShort { len }).into());
         }
@@ -623,7 +737,9 @@ impl<C: Crc32c> Deframer<C> {
         self.feed_crc(b);
         let at = self.payload_done;
         self.payload_done += n as u32;
-        sink.on_payload(at, b)?;
+        if !self.cfg.mpa_only {
+            sink.on_payload(at, b)?;
+        }
         self.after_payload_check();
         Ok(n)
     }

@@ -635,3 +635,94 @@ proptest! {
         prop_assert_eq!(a, b);
     }
 }
+
+/// The first pass of verify-first receiving: must never look into a
+/// ULPDU.
+struct MpaOnly;
+
+impl RxSink for MpaOnly {
+    fn on_header(&mut self, _: &SegmentHeader, _: &[u8], _: u16) -> Result<(), ProtocolError> {
+        panic!("an MPA-only deframer passed a header on");
+    }
+    fn on_payload(&mut self, _: u32, _: &[u8]) -> Result<(), ProtocolError> {
+        panic!("an MPA-only deframer passed payload on");
+    }
+    fn on_fpdu_end(&mut self, _: &SegmentHeader, _: CrcVerdict) -> Result<(), ProtocolError> {
+        panic!("an MPA-only deframer ended a segment");
+    }
+}
+
+/// Verify-first receiving as the driver does it: each chunk goes to the
+/// MPA-only deframer, then the octets it verified so far to the full one.
+/// Returns what the full deframer delivered, how many octets it was fed,
+/// and the first error of either.
+fn two_pass(
+    mode: MpaMode,
+    off: u32,
+    stream: &[u8],
+    cuts: &[usize],
+) -> (Collect, usize, Option<ProtocolError>) {
+    let (vc, dc) = RxConfig::new(mode).verify_first();
+    let mut v = Deframer::new(vc, HostCrc32c::new(), off);
+    let mut d = Deframer::new(dc, HostCrc32c::new(), off);
+    let mut c = Collect::default();
+    let (mut at, mut fed, mut k) = (0, 0, 0);
+    while at < stream.len() {
+        let n = cuts[k % cuts.len()].clamp(1, stream.len() - at);
+        k += 1;
+        let r = v.push(&stream[at..at + n], &mut MpaOnly);
+        at += n;
+        let upto = v.verified_offset().wrapping_sub(off) as usize;
+        assert!(upto >= fed && upto <= at);
+        if let Err(e) = d.push(&stream[fed..upto], &mut c) {
+            return (c, upto, Some(e));
+        }
+        fed = upto;
+        if let Err(e) = r {
+            return (c, fed, Some(e));
+        }
+    }
+    (c, fed, None)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
+
+    /// On an intact stream verify-first delivers what one pass does.
+    #[test]
+    fn verify_first_equals_one_pass(
+        msgs in prop::collection::vec(msg_strategy(), 1..4),
+        markers in any::<bool>(),
+        off in offset_strategy(),
+        emss in 128u32..3000,
+        cuts in prop::collection::vec(1usize..700, 1..4),
+    ) {
+        let mode = MpaMode { markers, crc: true };
+        let (stream, expect) = build(&msgs, mode, off, emss, 3);
+        let (got, fed, err) = two_pass(mode, off, &stream, &cuts);
+        prop_assert_eq!(err, None);
+        prop_assert_eq!(fed, stream.len());
+        prop_assert_eq!(&got.segs, &expect);
+    }
+
+    /// With one bit flipped, no octet of the FPDU holding it (or of any
+    /// later one) reaches the full deframer, and the stream fails.
+    #[test]
+    fn verify_first_passes_on_nothing_unverified(
+        msgs in prop::collection::vec(msg_strategy(), 1..4),
+        markers in any::<bool>(),
+        off in offset_strategy(),
+        emss in 128u32..3000,
+        pos in any::<prop::sample::Index>(),
+        bit in 0u8..8,
+        cuts in prop::collection::vec(1usize..700, 1..4),
+    ) {
+        let mode = MpaMode { markers, crc: true };
+        let (mut stream, _) = build(&msgs, mode, off, emss, 4);
+        let i = pos.index(stream.len());
+        stream[i] ^= 1 << bit;
+        let (_, fed, err) = two_pass(mode, off, &stream, &cuts);
+        prop_assert!(fed <= i, "octet {} was passed on unverified ({} fed)", i, fed);
+        prop_assert!(err.is_some() || fed < stream.len(), "undetected flip at {}", i);
+    }
+}
