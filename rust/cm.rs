@@ -289,10 +289,24 @@ impl Cep {
                 }
                 Err(e) => return Err(e),
             };
-            let (_, done) = st
-                .parser
-                .push(&buf[..n])
-                .map_err(|_| crate::kif::eproto())?;
+            let (_, done) = match st.parser.push(&buf[..n]) {
+                Ok(r) => r,
+                Err(e) => {
+                    // A Reply we cannot parse (key, revision, PD_Length)
+                    // gets the LLP TERMINATE before the close, as siw
+                    // answers a wrong key; no markers (none were agreed),
+                    // CRC as our Request asked.
+                    if self.active {
+                        pr_warn!("rsiw: invalid MPA Reply: {:?}\n", e);
+                        let mode = MpaMode {
+                            markers: false,
+                            crc: st.req_crc,
+                        };
+                        send_setup_terminate(sock, mode, LlpError::InvalidRequestReply(e));
+                    }
+                    return Err(crate::kif::eproto());
+                }
+            };
             if done {
                 break;
             }

@@ -47,7 +47,7 @@ pub const ALL: &[InitScenario] = &[
     ),
     sc!(
         init_reply_bad_key,
-        "[initiator] a Reply with a wrong key: expect close"
+        "[initiator] a Reply with a wrong key: expect the LLP TERMINATE invalid MPA Request or Reply (as siw sends), then close"
     ),
     sc!(
         init_reply_reject,
@@ -55,7 +55,7 @@ pub const ALL: &[InitScenario] = &[
     ),
     sc!(
         init_reply_bad_revision,
-        "[initiator] a Reply with revision 3: expect close"
+        "[initiator] a Reply with revision 3: expect the LLP TERMINATE invalid MPA Request or Reply, then close"
     ),
     sc!(
         init_reply_truncated,
@@ -63,7 +63,7 @@ pub const ALL: &[InitScenario] = &[
     ),
     sc!(
         init_reply_pd_too_long,
-        "[initiator] a Reply with PD_Length 513: expect close"
+        "[initiator] a Reply with PD_Length 513: expect the LLP TERMINATE invalid MPA Request or Reply, then close"
     ),
     sc!(
         init_reply_ord_above_ird,
@@ -220,6 +220,15 @@ fn send_bad_reply(ctx: &LCtx, mut p: Peer, b: &[u8]) -> Outcome {
     expect_close(&mut p, Instant::now(), ctx.t)
 }
 
+/// A Reply rsiw cannot parse: RFC 5044's LLP TERMINATE invalid MPA
+/// Request or Reply (2/0/4), without markers (none were agreed), then
+/// the close.
+fn send_invalid_reply(ctx: &LCtx, mut p: Peer, req: &Req, b: &[u8]) -> Outcome {
+    p.send_raw(b)?;
+    fpdus_after_reply(&mut p, req, false, req.crc);
+    expect_setup_terminate(ctx, &mut p, 0x04)
+}
+
 fn init_no_reply(ctx: &LCtx, mut p: Peer, _req: &Req) -> Outcome {
     let t0 = Instant::now();
     // rsiw gives up after its MPA timeout; allow that plus our timeout.
@@ -235,7 +244,7 @@ fn init_reply_bad_key(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
         key: *b"MPA ID Rep Frume",
         ..reply_spec(req)
     });
-    send_bad_reply(ctx, p, &b)
+    send_invalid_reply(ctx, p, req, &b)
 }
 
 fn init_reply_reject(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
@@ -252,7 +261,7 @@ fn init_reply_bad_revision(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
         revision: 3,
         ..reply_spec(req)
     });
-    send_bad_reply(ctx, p, &b)
+    send_invalid_reply(ctx, p, req, &b)
 }
 
 fn init_reply_truncated(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
@@ -269,7 +278,7 @@ fn init_reply_pd_too_long(ctx: &LCtx, p: Peer, req: &Req) -> Outcome {
         pdata: vec![0x42; 509],
         ..reply_spec(req)
     });
-    send_bad_reply(ctx, p, &b)
+    send_invalid_reply(ctx, p, req, &b)
 }
 
 fn init_garbage_after_reply(ctx: &LCtx, mut p: Peer, req: &Req) -> Outcome {
