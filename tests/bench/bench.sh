@@ -28,6 +28,9 @@
 #                         drivers: about 13 or 17-20 us for 64 B Writes, by
 #                         run), so the median needs more runs than bandwidth
 #   BENCH_BW_SIZES="4096 65536 1048576"  BENCH_LAT_SIZES="64 4096"
+#   BENCH_CRC=0           1: rsiw's connections with MPA CRC32C
+#                         (mpa_crc_required=1); siw's cannot have it (its
+#                         CRC switches are compile-time constants, off)
 #   BENCH_TESTS="bw lat msgrate pair"    (subset for quick iteration); pair:
 #                         tests/bench/latpair.sh after the matrix, both
 #                         drivers' latency from one process pair, results
@@ -48,6 +51,7 @@ LAT_RUNS=${BENCH_LAT_RUNS:-3}
 BW_SIZES=${BENCH_BW_SIZES:-"4096 65536 1048576"}
 LAT_SIZES=${BENCH_LAT_SIZES:-"64 4096"}
 TESTS=${BENCH_TESTS:-"bw lat msgrate pair"}
+CRC=${BENCH_CRC:-0}
 MSGRATE_QPS=8
 MSGRATE_SIZE=64
 MSGRATE_LIST=16
@@ -407,7 +411,8 @@ rsiw_ver=$(git -C "$RSIW_REPO" rev-parse --short HEAD 2>/dev/null)
   "bw_sizes": "$BW_SIZES",
   "lat_sizes": "$LAT_SIZES",
   "msgrate": "ib_send_bw -q $MSGRATE_QPS -s $MSGRATE_SIZE",
-  "perftest_flags": "${PT_COMMON[*]}"
+  "perftest_flags": "${PT_COMMON[*]}",
+  "crc": $CRC
 }
 EOF
 
@@ -415,6 +420,10 @@ say "results in $OUT${CRASHED:+ (resumed; crashed so far: $CRASHED)} (reps $REPS
 for drv in $DRIVERS; do
 	load_driver "$drv" || say "cannot load $drv; its tests will fail"
 done
+if [ "$CRC" != 0 ] && [[ " $DRIVERS " == *" rsiw "* ]]; then
+	echo 1 >/sys/module/rsiw/parameters/mpa_crc_required ||
+		say "cannot set rsiw's mpa_crc_required"
+fi
 
 kmsg_mark
 for mtu in $MTUS; do

@@ -163,7 +163,9 @@ def table(res, meta, host, mtus):
         f"-f {meta.get('margin_s', '?')}`; latency `-n {meta.get('lat_iters', '?')}` (typical), "
         f"{meta.get('lat_runs', 1)} runs per repetition; "
         f"message rate `{meta.get('msgrate', '?')}`; iperf3 one stream, `-t {meta.get('duration_s', '?')}`; "
-        f"medians of {reps} repetitions, drivers alternating in one boot")
+        f"medians of {reps} repetitions, drivers alternating in one boot"
+        + ("; **rsiw with MPA CRC32C** (`BENCH_CRC=1`; siw without: its CRC switches are "
+           "compile-time constants, off)" if meta.get("crc") else ""))
     if os.path.exists(os.path.join(OUT, "wall_seconds")):
         with open(os.path.join(OUT, "wall_seconds")) as f:
             add(f"- wall time of `make bench`: {int(f.read().strip()) / 60:.1f} min")
