@@ -45,8 +45,10 @@ int rsiw_sk_attach(struct socket *s, void *ctx, rsiw_sk_cb cb,
 		   void (*release)(void *ctx));
 void rsiw_sk_detach(struct socket *s);
 int rsiw_sk_accept_fixup(struct socket *listener, struct socket *child);
-int rsiw_sk_read(struct sock *sk, void *ctx);
-int rsiw_sk_read_locked(struct socket *s, void *ctx);
+int rsiw_sk_read(struct sock *sk, size_t limit, void *ctx);
+int rsiw_sk_peek(struct sock *sk, size_t skip, void *ctx);
+struct sock *rsiw_sk_lock(struct socket *s);
+void rsiw_sk_unlock(struct socket *s);
 int rsiw_sk_state(struct socket *s);
 struct sock *rsiw_sock_sk(struct socket *s);
 int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
@@ -74,5 +76,6 @@ bool rsiw_mpa_peer_to_peer(void);
 u8 rsiw_mpa_rev(void);
 bool rsiw_mpa_markers_wanted(void);
 bool rsiw_mpa_large_fpdu(void);
+bool rsiw_mpa_responder_waits(void);
 
 #endif /* RSIW_GLUE_H */

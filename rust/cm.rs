@@ -69,6 +69,9 @@ enum Rtr {
     Send,
     /// Responder: report ESTABLISHED when the initiator's RTR arrived.
     Await,
+    /// Client-server responder: send no FPDU before the initiator's first
+    /// one arrived (RFC 5044 section 7.1.2, `mpa_responder_waits`).
+    Hold,
 }
 
 /// What the endpoint learned from the peer's frame.
@@ -497,6 +500,7 @@ impl Cep {
                 rx_max_ulpdu: rx_max,
                 send_rtr: rtr == Rtr::Send,
                 await_rtr: AtomicBool::new(rtr == Rtr::Await),
+                hold_tx: rtr == Rtr::Hold,
                 cep: self.clone(),
                 id,
             },
@@ -801,6 +805,8 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     st.listener = None;
     let rtr = if offered.is_some() {
         Rtr::Await
+    } else if params::mpa_responder_waits() {
+        Rtr::Hold
     } else {
         Rtr::None
     };
@@ -817,7 +823,7 @@ pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         return Err(e);
     }
     st.phase = Phase::Rdma;
-    if rtr == Rtr::None {
+    if rtr != Rtr::Await {
         // Under the endpoint lock: the connection may already be dying
         // (a peer that closes right after our Reply), and `close` must
         // not report CLOSE before ESTABLISHED, which the CM, its id still

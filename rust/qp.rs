@@ -177,6 +177,9 @@ pub struct Conn {
     /// Peer-to-peer responder: the first FPDU received (the RTR) is still
     /// to be reported to the CM.
     pub await_rtr: AtomicBool,
+    /// Client-server responder: no FPDU goes out before the initiator's
+    /// first one arrived (RFC 5044 section 7.1.2).
+    pub hold_tx: bool,
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<crate::cm::Cep>,
     /// The CM id of the connection.
@@ -255,6 +258,10 @@ pub struct Qp {
     pub tx_streaming: AtomicBool,
     /// Octets arrived since the last doorbell (set before they are placed).
     pub rx_seen: AtomicBool,
+    /// Nothing may be sent yet: a client-server responder waits for the
+    /// initiator's first FPDU ([`Conn::hold_tx`]); set by the receive
+    /// side's start, cleared when that FPDU was received.
+    pub tx_held: AtomicBool,
     /// Transmit side state (work request in progress).
     #[pin]
     pub tx: Mutex<TxState>,
@@ -389,6 +396,7 @@ impl Qp {
                 llp_closed: AtomicBool::new(false),
                 tx_streaming: AtomicBool::new(false),
                 rx_seen: AtomicBool::new(false),
+                tx_held: AtomicBool::new(false),
                 tx <- new_mutex!(TxState::new()),
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),

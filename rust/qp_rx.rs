@@ -34,7 +34,7 @@ use crate::wire::{
     error::{DdpError, LlpError, ProtocolError, RdmapError},
     mpa::MpaMode,
     rdmap::{Body, Opcode, ReadRequest, SegmentHeader, MAX_HDR_LEN, QN_READ_REQUEST, QN_SEND},
-    rx::{CrcVerdict, Deframer, FpduInfo, RxConfig, RxSink},
+    rx::{CrcVerdict, Deframer, FpduInfo, MpaOnlySink, RxConfig, RxSink},
 };
 
 const NO_MEM: Option<Arc<Mem>> = None;
@@ -157,6 +157,9 @@ impl RxCtx {
 /// Receive state of a QP.
 pub struct RxState {
     d: Option<Deframer<KernelCrc32c>>,
+    /// With CRC: the MPA-only deframer that checks each FPDU's CRC before
+    /// `d` sees any octet of it (see [`receive`]).
+    v: Option<Deframer<KernelCrc32c>>,
     c: RxCtx,
     /// Next slot of the QP's own receive queue to take. The receive side
     /// is its only consumer besides the flush, so it is kept under this
@@ -176,6 +179,7 @@ impl RxState {
     pub fn new() -> Self {
         Self {
             d: None,
+            v: None,
             c: RxCtx::new(),
             rq_get: 0,
         }
@@ -197,6 +201,8 @@ struct Actions {
     failed: Option<(Rqe, u32, u16)>,
     /// The peer-to-peer RTR (the first FPDU) arrived.
     rtr: bool,
+    /// The first FPDU arrived on a QP whose transmit side waits for it.
+    release_tx: bool,
     /// A `data_ready` upcall (counted after the data is placed).
     upcall: bool,
     /// FPDUs and payload octets received (for the counters).
@@ -643,7 +649,7 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
         qp.rx_seen.store(true, Ordering::Release);
     }
     let mut g = qp.rx.lock();
-    let RxState { d, c, rq_get } = &mut *g;
+    let RxState { d, c, rq_get, .. } = &mut *g;
     let Some(d) = d.as_mut() else { return };
     // After a TERMINATE (RFC 5040 5.3) the deframer delivers nothing
     // more: no placement, no completion, no TERMINATE in answer.
@@ -656,6 +662,69 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
     } else if sink.c.await_rtr && d.fpdus() > 0 {
         sink.c.await_rtr = false;
         sink.act.rtr = true;
+    }
+    if d.fpdus() > 0 && qp.tx_held.load(Ordering::Relaxed) {
+        act.release_tx = true;
+    }
+}
+
+/// Takes the octets queued on the QP's socket into the QP.
+///
+/// Without CRC they go to the deframer as they are. With CRC the receiver
+/// verifies first (RFC 5044 section 7.1: an FPDU is passed to DDP only
+/// after its CRC was checked, so that a header corrupted on the way places
+/// nothing): the MPA-only deframer checks the octets it has not seen yet
+/// without consuming them, then the deframer takes the octets of the
+/// complete FPDUs that passed. The rest of an incomplete FPDU stays queued
+/// in the socket until the next upcall, so nothing is copied aside.
+fn receive(qp: &Qp, rx: &mut SockRx<'_>, act: &mut Actions) {
+    let limit = verify(qp, rx);
+    let _ = rx.pull_at_most(limit, &mut |b| {
+        feed(qp, b, act);
+        Ok(())
+    });
+    if limit != usize::MAX {
+        verify_failed(qp, act);
+    }
+}
+
+/// The first pass of [`receive`]: how many queued octets the deframer
+/// may take (all without CRC).
+fn verify(qp: &Qp, rx: &mut SockRx<'_>) -> usize {
+    let mut g = qp.rx.lock();
+    let RxState { d, v, .. } = &mut *g;
+    let (Some(d), Some(v)) = (d.as_ref(), v.as_mut()) else {
+        return usize::MAX;
+    };
+    if v.error().is_none() {
+        // The octets of an incomplete FPDU seen in an earlier upcall are
+        // still queued, after those of the verified FPDUs the deframer
+        // took then.
+        let skip = v.stream_offset().wrapping_sub(d.stream_offset());
+        let _ = rx.peek(skip as usize, &mut |b| {
+            v.push(b, &mut MpaOnlySink).map_err(|_| EINVAL)
+        });
+    }
+    v.verified_offset().wrapping_sub(d.stream_offset()) as usize
+}
+
+/// After the second pass of [`receive`]: the stream fails with the first
+/// pass's error once the deframer took every FPDU before the failed one.
+fn verify_failed(qp: &Qp, act: &mut Actions) {
+    let mut g = qp.rx.lock();
+    let RxState { d, v, c, .. } = &mut *g;
+    let (Some(d), Some(v)) = (d.as_ref(), v.as_ref()) else {
+        return;
+    };
+    let Some(e) = v.error() else { return };
+    if d.error().is_some() || d.terminated() || act.error.is_some() || qp.state() != QpState::Rts {
+        return;
+    }
+    if d.stream_offset() == v.verified_offset() {
+        // Nothing of the failed FPDU was parsed: no header to copy.
+        c.raw_len = 0;
+        c.ulpdu_len = 0;
+        rx_failed(d, c, act, e);
     }
 }
 
@@ -692,6 +761,9 @@ fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
     qp.stats.add(Counter::RxFpdus, act.fpdus);
     qp.stats.add(Counter::RxPayload, act.payload);
     let mut wake = act.wake_tx;
+    if act.release_tx && qp.tx_held.swap(false, Ordering::AcqRel) {
+        wake = true;
+    }
     if act.rtr {
         if let Some(conn) = qp.conn() {
             if conn.await_rtr.swap(false, Ordering::AcqRel) {
@@ -743,10 +815,7 @@ impl SockEvents for Qp {
             upcall: true,
             ..Actions::default()
         };
-        let _ = rx.pull(&mut |b| {
-            feed(qp, b, &mut act);
-            Ok(())
-        });
+        receive(qp, rx, &mut act);
         after(this, &mut act);
     }
 
@@ -806,6 +875,7 @@ pub fn flush_active(qp: &Qp) {
 /// receive state of the connection and processes data that arrived before.
 pub fn start(qp: &Arc<Qp>) -> Result {
     let conn = qp.conn().ok_or(EINVAL)?;
+    qp.tx_held.store(conn.hold_tx, Ordering::Release);
     crate::qp_tx::start(qp, &conn)?;
     let mode = MpaMode {
         markers: conn.rx_markers,
@@ -815,18 +885,23 @@ pub fn start(qp: &Arc<Qp>) -> Result {
         max_ulpdu: conn.rx_max_ulpdu,
         ..RxConfig::new(mode)
     };
+    let (vcfg, dcfg) = cfg.verify_first();
     {
         let mut g = qp.rx.lock();
-        g.d = Some(Deframer::new(cfg, KernelCrc32c::new(), 0));
+        g.v = mode
+            .crc
+            .then(|| Deframer::new(vcfg, KernelCrc32c::new(), 0));
+        g.d = Some(Deframer::new(
+            if mode.crc { dcfg } else { cfg },
+            KernelCrc32c::new(),
+            0,
+        ));
         g.c = RxCtx::new();
         g.c.await_rtr = conn.await_rtr.load(Ordering::Acquire);
     }
     qp.rx_ready.store(true, Ordering::Release);
     let mut act = Actions::default();
-    let r = conn.sock.pull_locked(&mut |b| {
-        feed(qp, b, &mut act);
-        Ok(())
-    });
+    let r = conn.sock.with_rx(|rx| receive(qp, rx, &mut act));
     after(qp.as_arc_borrow(), &mut act);
     // A peer that closes right after the MPA exchange may do so while the
     // socket has no callbacks (between the endpoint's and the QP's) or

@@ -999,7 +999,7 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
             Next::Ready
         };
     }
-    if state != QpState::Rts {
+    if state != QpState::Rts || qp.tx_held.load(Ordering::Acquire) {
         return Next::Idle;
     }
     if core::mem::take(&mut tx.rtr) {

@@ -137,11 +137,18 @@ mod glue {
             l: *mut bindings::socket,
             c: *mut bindings::socket,
         ) -> i32;
-        pub(crate) fn rsiw_sk_read(sk: *mut bindings::sock, ctx: *mut kernel::ffi::c_void) -> i32;
-        pub(crate) fn rsiw_sk_read_locked(
-            s: *mut bindings::socket,
+        pub(crate) fn rsiw_sk_read(
+            sk: *mut bindings::sock,
+            limit: usize,
             ctx: *mut kernel::ffi::c_void,
         ) -> i32;
+        pub(crate) fn rsiw_sk_peek(
+            sk: *mut bindings::sock,
+            skip: usize,
+            ctx: *mut kernel::ffi::c_void,
+        ) -> i32;
+        pub(crate) fn rsiw_sk_lock(s: *mut bindings::socket) -> *mut bindings::sock;
+        pub(crate) fn rsiw_sk_unlock(s: *mut bindings::socket);
         pub(crate) fn rsiw_sk_state(s: *mut bindings::socket) -> i32;
         pub(crate) fn rsiw_sock_sk(s: *mut bindings::socket) -> *mut bindings::sock;
         pub(crate) fn rsiw_sock_send(
@@ -194,6 +201,7 @@ mod glue {
         pub(crate) fn rsiw_mpa_rev() -> u8;
         pub(crate) fn rsiw_mpa_markers_wanted() -> bool;
         pub(crate) fn rsiw_mpa_large_fpdu() -> bool;
+        pub(crate) fn rsiw_mpa_responder_waits() -> bool;
     }
 }
 
@@ -229,5 +237,13 @@ pub mod params {
     pub fn mpa_large_fpdu() -> bool {
         // SAFETY: the glue function only does a READ_ONCE of a module global.
         unsafe { super::glue::rsiw_mpa_large_fpdu() }
+    }
+
+    /// Whether a client-server responder sends nothing before the
+    /// initiator's first FPDU arrived (`mpa_responder_waits=`, RFC 5044
+    /// section 7.1.2).
+    pub fn mpa_responder_waits() -> bool {
+        // SAFETY: the glue function only does a READ_ONCE of a module global.
+        unsafe { super::glue::rsiw_mpa_responder_waits() }
     }
 }

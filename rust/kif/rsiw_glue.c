@@ -40,6 +40,16 @@ module_param(mpa_large_fpdu, bool, 0644);
 MODULE_PARM_DESC(mpa_large_fpdu,
 		 "Offer and use FPDUs larger than a TCP segment (siw's MPA_RR_FLAG_GSO_EXP bit)");
 
+static bool mpa_responder_waits;
+module_param(mpa_responder_waits, bool, 0644);
+MODULE_PARM_DESC(mpa_responder_waits,
+		 "As client-server responder, send no FPDU before the initiator's first (RFC 5044 7.1.2)");
+
+bool rsiw_mpa_responder_waits(void)
+{
+	return READ_ONCE(mpa_responder_waits);
+}
+
 bool rsiw_mpa_large_fpdu(void)
 {
 	return READ_ONCE(mpa_large_fpdu);
@@ -413,6 +423,7 @@ int rsiw_sk_accept_fixup(struct socket *listener, struct socket *child)
 
 struct rsiw_rx_desc {
 	void *ctx;
+	size_t left;
 	int err;
 };
 
@@ -481,36 +492,74 @@ static noinline int rsiw_rx_seq(struct rsiw_rx_desc *d, read_descriptor_t *rd,
 	return done;
 }
 
+/* Takes at most d->left octets; none after an error of the receiver. */
 static int rsiw_rx_actor(read_descriptor_t *rd, struct sk_buff *skb,
 			 unsigned int off, size_t len)
 {
 	struct rsiw_rx_desc *d = rd->arg.data;
+	int used;
 
+	if (d->err || !d->left)
+		return 0;
+	len = min(len, d->left);
 	if (!IS_ENABLED(CONFIG_HIGHMEM) && !skb_has_frag_list(skb) &&
 	    skb_frags_readable(skb))
-		return rsiw_rx_frags(d, rd, skb, off, len);
-	return rsiw_rx_seq(d, rd, skb, off, len);
+		used = rsiw_rx_frags(d, rd, skb, off, len);
+	else
+		used = rsiw_rx_seq(d, rd, skb, off, len);
+	d->left -= used;
+	return used;
 }
 
-/* Pull all queued bytes into the Rust receive path (softirq context). */
-int rsiw_sk_read(struct sock *sk, void *ctx)
+/*
+ * Consume at most @limit queued octets into the Rust receive path.  The
+ * socket is locked: by the data_ready upcall or by rsiw_sk_lock().
+ */
+int rsiw_sk_read(struct sock *sk, size_t limit, void *ctx)
 {
-	struct rsiw_rx_desc d = { .ctx = ctx };
+	struct rsiw_rx_desc d = { .ctx = ctx, .left = limit };
 	read_descriptor_t rd = { .arg.data = &d, .count = 1 };
 
-	tcp_read_sock(sk, &rd, rsiw_rx_actor);
+	if (limit)
+		tcp_read_sock(sk, &rd, rsiw_rx_actor);
 	return d.err;
 }
 
-/* The same from process context, for data queued before a hook change. */
-int rsiw_sk_read_locked(struct socket *s, void *ctx)
+/*
+ * Feed the queued octets after the first @skip to the Rust receive path
+ * without consuming them (the socket is locked as for rsiw_sk_read).
+ */
+int rsiw_sk_peek(struct sock *sk, size_t skip, void *ctx)
 {
-	int r;
+	struct rsiw_rx_desc d = { .ctx = ctx, .left = SIZE_MAX };
+	read_descriptor_t rd = { .arg.data = &d, .count = 1 };
+	u32 seq = tcp_sk(sk)->copied_seq + skip;
+	struct sk_buff *skb;
 
+	skb_queue_walk(&sk->sk_receive_queue, skb) {
+		u32 off = seq - TCP_SKB_CB(skb)->seq;
+		int used;
+
+		if (off >= skb->len)
+			continue;
+		used = rsiw_rx_actor(&rd, skb, off, skb->len - off);
+		if (used <= 0 || d.err)
+			break;
+		seq += used;
+	}
+	return d.err;
+}
+
+/* Process context: lock the socket as the data_ready upcall runs it. */
+struct sock *rsiw_sk_lock(struct socket *s)
+{
 	lock_sock(s->sk);
-	r = rsiw_sk_read(s->sk, ctx);
+	return s->sk;
+}
+
+void rsiw_sk_unlock(struct socket *s)
+{
 	release_sock(s->sk);
-	return r;
 }
 
 int rsiw_sk_state(struct socket *s)

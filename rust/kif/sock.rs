@@ -112,7 +112,13 @@ pub trait SockEvents: Send + Sync + Sized + 'static {
     fn write_space(_this: ArcBorrow<'_, Self>) {}
 }
 
-/// Access to the receive queue during a `data_ready` upcall.
+/// Access to the receive queue of a locked socket: during a `data_ready`
+/// upcall, or in [`Socket::with_rx`].
+///
+/// # Invariants
+///
+/// `sk` is a live TCP socket locked (as the upcall runs it, or by
+/// `lock_sock`) for `'a`.
 pub struct SockRx<'a> {
     sk: NonNull<bindings::sock>,
     _p: core::marker::PhantomData<&'a ()>,
@@ -125,11 +131,29 @@ impl SockRx<'_> {
     /// Feeds all queued data to `f`, in order, consuming it; stops at the
     /// first error `f` returns (the rest stays queued).
     pub fn pull(&mut self, f: &mut dyn FnMut(&[u8]) -> Result) -> Result {
+        self.pull_at_most(usize::MAX, f)
+    }
+
+    /// As [`SockRx::pull`], but consumes at most `limit` octets.
+    pub fn pull_at_most(&mut self, limit: usize, f: &mut dyn FnMut(&[u8]) -> Result) -> Result {
         let mut f: RxFn<'_> = f;
         let ctx = core::ptr::from_mut(&mut f).cast::<kernel::ffi::c_void>();
-        // SAFETY: called from the upcall with the socket locked; `ctx`
-        // points to `f` for the duration of the call (see `rsiw_sock_rx`).
-        let r = unsafe { glue::rsiw_sk_read(self.sk.as_ptr(), ctx) };
+        // SAFETY: `sk` is locked (type invariant); `ctx` points to `f` for
+        // the duration of the call (see `rsiw_sock_rx`).
+        let r = unsafe { glue::rsiw_sk_read(self.sk.as_ptr(), limit, ctx) };
+        kernel::error::to_result(r)
+    }
+
+    /// Feeds the queued data after its first `skip` octets to `f`, in
+    /// order, without consuming any: a later [`SockRx::pull`] (in this
+    /// upcall or a later one) gets the same octets again. Stops at the
+    /// first error `f` returns.
+    pub fn peek(&mut self, skip: usize, f: &mut dyn FnMut(&[u8]) -> Result) -> Result {
+        let mut f: RxFn<'_> = f;
+        let ctx = core::ptr::from_mut(&mut f).cast::<kernel::ffi::c_void>();
+        // SAFETY: as in `pull_at_most`; the glue walks the receive queue,
+        // which the socket lock keeps from changing.
+        let r = unsafe { glue::rsiw_sk_peek(self.sk.as_ptr(), skip, ctx) };
         kernel::error::to_result(r)
     }
 }
@@ -139,7 +163,7 @@ impl SockRx<'_> {
 /// # Safety
 ///
 /// `ctx` is the `RxFn` pointer of a live `SockRx::pull` (or
-/// `Socket::pull_locked`) call; `data` is valid for `len` octets.
+/// `SockRx::peek`) call; `data` is valid for `len` octets.
 #[no_mangle]
 unsafe extern "C" fn rsiw_sock_rx(
     ctx: *mut kernel::ffi::c_void,
@@ -375,13 +399,23 @@ impl Socket {
         unsafe { glue::rsiw_sk_detach(self.ptr.as_ptr()) };
     }
 
-    /// Feeds data already queued to `f` from process context (after a
-    /// handler change, bytes may wait without a new upcall).
-    pub fn pull_locked(&self, f: &mut dyn FnMut(&[u8]) -> Result) -> Result {
-        let mut f: RxFn<'_> = f;
-        let ctx = core::ptr::from_mut(&mut f).cast::<kernel::ffi::c_void>();
-        // SAFETY: live socket; `ctx` points to `f` for the call.
-        kernel::error::to_result(unsafe { glue::rsiw_sk_read_locked(self.ptr.as_ptr(), ctx) })
+    /// Locks the socket as a `data_ready` upcall runs (from process
+    /// context) and gives `f` its receive queue: for data queued before a
+    /// handler change, which may wait without a new upcall. `EINVAL` for
+    /// a socket without its `sock` (never, while it is live).
+    pub fn with_rx<R>(&self, f: impl FnOnce(&mut SockRx<'_>) -> R) -> Result<R> {
+        // SAFETY: live socket; locks it until `rsiw_sk_unlock` below.
+        let sk = unsafe { glue::rsiw_sk_lock(self.ptr.as_ptr()) };
+        // INVARIANT: `sk` stays locked until after `f` returned.
+        let r = NonNull::new(sk).map(|sk| {
+            f(&mut SockRx {
+                sk,
+                _p: core::marker::PhantomData,
+            })
+        });
+        // SAFETY: locked above.
+        unsafe { glue::rsiw_sk_unlock(self.ptr.as_ptr()) };
+        r.ok_or(EINVAL)
     }
 
     /// Sends the concatenation of `pieces` without blocking; returns how

@@ -3,13 +3,16 @@
  * rsiw_canary: a persistent rdma_cm server for the hostile-peer test
  * (issue 7) that detects stray placement into its memory.
  *
- *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-v]
+ *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e] [-v]
  *
  * -k: after a failed work completion keep the connection until the peer
  *     or the shutdown ends it (default: disconnect at once, as rping does).
  * -f: the sink of an RDMA Read that completed with an error (flushed)
  *     must be untouched (for read_resp_after_flush: no other octet of the
  *     Read Response came before the error).
+ * -e: send first: post the STag table Send as soon as the connection is
+ *     established, instead of after the Read (for
+ *     responder_waits_first_fpdu).
  *
  * It speaks rping's server protocol (rping -s -P) so the hostile peer's
  * scenarios work unchanged, and per connection:
@@ -143,7 +146,7 @@ struct conn {
 };
 
 static volatile sig_atomic_t stop;
-static int verbose, keep_on_error, strict_flush;
+static int verbose, keep_on_error, strict_flush, send_first;
 static long page;
 static unsigned int region_serial;
 static struct ibv_context *ctx;
@@ -433,7 +436,8 @@ static void on_wc(struct conn *c, const struct ibv_wc *wc)
 	case WR_READ:
 		c->read_done = 1;
 		note(c, "read %u octets", c->nread);
-		send_table(c);
+		if (!send_first)
+			send_table(c);
 		break;
 	case WR_SEND:
 		c->table_sent = 1;
@@ -643,8 +647,11 @@ static void handle_cm_events(void)
 			}
 			break;
 		case RDMA_CM_EVENT_ESTABLISHED:
-			if (c)
+			if (c) {
 				c->established = 1;
+				if (send_first)
+					send_table(c);
+			}
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -702,7 +709,7 @@ static void set_nonblock(int fd)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-v]\n");
+		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e] [-v]\n");
 	return 2;
 }
 
@@ -715,7 +722,7 @@ int main(int argc, char **argv)
 	int idle = 0, o, i;
 	time_t t0;
 
-	while ((o = getopt(argc, argv, "a:p:t:n:kfv")) != -1) {
+	while ((o = getopt(argc, argv, "a:p:t:n:kfev")) != -1) {
 		switch (o) {
 		case 'a':
 			addr = optarg;
@@ -736,6 +743,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			strict_flush = 1;
+			break;
+		case 'e':
+			send_first = 1;
 			break;
 		case 'v':
 			verbose = 1;

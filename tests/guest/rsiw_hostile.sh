@@ -59,6 +59,7 @@ HOSTILE_SEED=${HOSTILE_SEED:-20261122}
 HOSTILE_MODPARAMS=${HOSTILE_MODPARAMS-}
 MARKERS_PARAM=/sys/module/rsiw/parameters/mpa_markers
 P2P_PARAM=/sys/module/rsiw/parameters/mpa_peer_to_peer
+WAIT_PARAM=/sys/module/rsiw/parameters/mpa_responder_waits
 WORK=$(mktemp -d)
 # (subshells run the EXIT trap too: only the main shell cleans up)
 trap '[ $BASHPID = '$$' ] && rm -rf "$WORK"' EXIT
@@ -139,16 +140,22 @@ qps_gone() {
 # scenario NAME: 0 passed, 1 the hostile peer's check failed, 2 the canary
 # server found its memory written (or failed).
 scenario() {
-	local rc=2 mk=
+	local rc=2 mk= rw=
 	if [ "$1" = marker_mismatch ] || [ "$1" = marker_fpduptr_low_bits ]; then
 		# the Reply must ask for markers on what rsiw receives
 		read -r mk <"$MARKERS_PARAM"
 		echo 1 >"$MARKERS_PARAM"
 	fi
+	if [ "$1" = responder_waits_first_fpdu ]; then
+		read -r rw <"$WAIT_PARAM"
+		echo 1 >"$WAIT_PARAM"
+	fi
 	# (the flushed Read's sink must stay untouched: only there is no
 	# octet of the Read Response legitimately placed before the error)
 	local opts=$HOSTILE_CANARY_OPTS
 	[ "$1" = read_resp_after_flush ] && HOSTILE_CANARY_OPTS="$opts -f"
+	# (the canary server sends first: the responder must hold its Send)
+	[ "$1" = responder_waits_first_fpdu ] && HOSTILE_CANARY_OPTS="$opts -e"
 	if serve; then
 		in_a "$HP" --target "$IP_B:$PORT" --scenario "$1" --timeout "$HOSTILE_TIMEOUT"
 		[ $? = 0 ] && rc=0 || rc=1
@@ -161,6 +168,7 @@ scenario() {
 	fi
 	HOSTILE_CANARY_OPTS=$opts
 	[ -z "$mk" ] || echo "$mk" >"$MARKERS_PARAM"
+	[ -z "$rw" ] || echo "$rw" >"$WAIT_PARAM"
 	return $rc
 }
 
@@ -248,7 +256,7 @@ known() { [[ " $HOSTILE_KNOWN " == *" $1 "* ]] && [ -z "${HOSTILE_STRICT:-}" ]; 
 # them is most of a scenario's time on the debug kernel); those that need
 # a server or a module setting of their own, and the init_* ones, run one
 # by one.
-SOLO=" marker_mismatch marker_fpduptr_low_bits read_resp_after_flush mpa_close_after_reply "
+SOLO=" marker_mismatch marker_fpduptr_low_bits read_resp_after_flush mpa_close_after_reply responder_waits_first_fpdu "
 BATCH=() REST=()
 for s in "${SCEN[@]}"; do
 	if [[ $s == init_* || $SOLO == *" $s "* ]] ||

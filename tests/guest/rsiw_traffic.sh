@@ -218,7 +218,7 @@ stale_stags() {
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 33
+ktap_set_plan 34
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -262,6 +262,11 @@ check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
 check "rsiw <-> rsiw: rstream (rsockets) 200 x 64 KiB" rstream_run
 check "rsiw <-> rsiw with CRC (mpa_crc_required=1): rping -V" eval 'del_dev dev_a; del_dev dev_b; rmmod rsiw && load_rsiw mpa_crc_required=1 && pair rsiw rsiw && rping_v'
 reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && load_rsiw "$@"; }
+# RFC 5044 7.1.2 in the client-server model: the rsiw server holds what it
+# posts until the siw client's first FPDU arrived (rping's client speaks
+# first); hostile-peer's responder_waits_first_fpdu checks the hold itself.
+check "siw client -> rsiw server waiting for the first FPDU (mpa_responder_waits=1): rping -V" eval \
+	'reload mpa_responder_waits=1 && pair siw rsiw && rping_v'
 # RFC 6581 peer-to-peer: the initiator sends a zero length Write as RTR;
 # the responder (rsiw or siw) reports ESTABLISHED only once it arrived.
 check "rsiw <-> rsiw peer-to-peer RTR (mpa_peer_to_peer=1): rping -V, ib_read_bw" eval \

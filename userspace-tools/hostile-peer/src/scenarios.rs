@@ -109,6 +109,18 @@ pub const ALL: &[Scenario] = &[
         "Request C=1, Reply C=1, then a bad CRC: expect TERMINATE LLP/MPA CRC error"
     ),
     sc!(
+        responder_waits_first_fpdu,
+        "[STag table] the canary server sends first (-e): RFC 5044 7.1.2, expect no FPDU from the responder for 2 s, then its Send only after our first FPDU (rsiw: mpa_responder_waits=1, which rsiw_hostile.sh sets for it)"
+    ),
+    sc!(
+        crc_bad_write_not_placed,
+        "[STag table] Request C=1, then an RDMA Write of 64 octets to the invalidatable MR with a bad CRC (a header corrupted on the way): expect TERMINATE LLP/MPA CRC error and not one octet placed"
+    ),
+    sc!(
+        crc_bad_write_not_placed_markers,
+        "[STag table] as crc_bad_write_not_placed with markers both ways (Request M=1 C=1)"
+    ),
+    sc!(
         ulpdu_beyond_mulpdu,
         "a 9000 octet Send (> MULPDU, > MSS) into the 16 octet receive: MPA takes any ULPDU_Length, expect TERMINATE DDP untagged message too long (not an LLP framing error)"
     ),
@@ -796,6 +808,71 @@ fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
     )
 }
 
+/// RFC 5044 section 7.1.2: in Responder mode MPA must receive and validate
+/// at least one FPDU before it sends any. The canary server (`-e`) posts
+/// its Send as soon as the connection is up; rsiw must hold it until our
+/// first FPDU arrived, then send it.
+fn responder_waits_first_fpdu(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let quiet = Duration::from_secs(2).min(ctx.t);
+    p.observe(quiet, |p| !p.segs().is_empty() || p.first_term().is_some());
+    if !p.segs().is_empty() {
+        return Err(format!(
+            "the responder sent before it received an FPDU: {}",
+            p.summary()
+        ));
+    }
+    let f = rping_send(&mut p);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    match table_of(&p) {
+        Some(_) => Ok(format!(
+            "nothing for {} ms, then its Send after ours: {}",
+            quiet.as_millis(),
+            p.summary()
+        )),
+        None => Err(format!(
+            "no Send from the responder after our first FPDU: {}",
+            p.summary()
+        )),
+    }
+}
+
+/// RFC 5044 section 7.1: with CRC, the receiver checks an FPDU's CRC
+/// before its ULPDU reaches DDP. A Write to the invalidatable MR, which is
+/// never written legitimately, with a bad CRC stands for a header
+/// corrupted on the way: the answer is the LLP CRC TERMINATE, and the
+/// canary server must find every octet of the MR as it was.
+fn crc_bad_write_not_placed(ctx: &Ctx) -> Outcome {
+    crc_bad_write(ctx, false)
+}
+
+fn crc_bad_write_not_placed_markers(ctx: &Ctx) -> Outcome {
+    crc_bad_write(ctx, true)
+}
+
+fn crc_bad_write(ctx: &Ctx, markers: bool) -> Outcome {
+    let req = ReqSpec {
+        crc: true,
+        markers,
+        ..ReqSpec::default()
+    };
+    let (mut p, t) = with_table_as(ctx, &req)?;
+    let wh = frames::write_hdr(t.inval.stag, t.inval.addr);
+    let mut f = p.fpdu(&wh, &[0x66; 64]);
+    frames::corrupt_crc(&mut f);
+    p.send_raw(&f)?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(LlpError::CrcMismatch {
+            computed: 0,
+            received: 0,
+        }),
+        None,
+    )
+}
+
 /// RFC 5044: an MPA receiver takes any ULPDU_Length up to 65535 and must
 /// not depend on FPDU alignment with TCP segments (upstream siw takes
 /// any); MULPDU limits what the target sends. So a 9000 octet Send
@@ -889,7 +966,12 @@ fn write_invalid_stag(ctx: &Ctx) -> Outcome {
 
 /// A connection on which rping issued its Read Request (a valid STag).
 fn with_valid_stag(ctx: &Ctx) -> Result<(Peer, ReadRequest), String> {
-    let mut p = good(ctx)?;
+    with_valid_stag_as(ctx, &ReqSpec::default())
+}
+
+/// [`with_valid_stag`] on a connection set up with `req`.
+fn with_valid_stag_as(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, ReadRequest), String> {
+    let mut p = establish(ctx, req)?;
     let f = rping_send(&mut p);
     p.send_raw(&f)?;
     p.observe(ctx.t, |p| {
@@ -1410,7 +1492,12 @@ fn table_of(p: &Peer) -> Option<StagTable> {
 /// A connection to the canary server on which we answered its RDMA Read
 /// and got its STag table.
 fn with_table(ctx: &Ctx) -> Result<(Peer, StagTable), String> {
-    let (mut p, rr) = with_valid_stag(ctx)?;
+    with_table_as(ctx, &ReqSpec::default())
+}
+
+/// [`with_table`] on a connection set up with `req`.
+fn with_table_as(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, StagTable), String> {
+    let (mut p, rr) = with_valid_stag_as(ctx, req)?;
     let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
     p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
     p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
