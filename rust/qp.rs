@@ -262,6 +262,9 @@ pub struct Qp {
     /// initiator's first FPDU ([`Conn::hold_tx`]); set by the receive
     /// side's start, cleared when that FPDU was received.
     pub tx_held: AtomicBool,
+    /// The connection uses CRC: the receive side verifies each FPDU
+    /// before it places it (set by its start, read without its lock).
+    pub rx_verify: AtomicBool,
     /// Transmit side state (work request in progress).
     #[pin]
     pub tx: Mutex<TxState>,
@@ -397,6 +400,7 @@ impl Qp {
                 tx_streaming: AtomicBool::new(false),
                 rx_seen: AtomicBool::new(false),
                 tx_held: AtomicBool::new(false),
+                rx_verify: AtomicBool::new(false),
                 tx <- new_mutex!(TxState::new()),
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),

@@ -691,6 +691,9 @@ fn receive(qp: &Qp, rx: &mut SockRx<'_>, act: &mut Actions) {
 /// The first pass of [`receive`]: how many queued octets the deframer
 /// may take (all without CRC).
 fn verify(qp: &Qp, rx: &mut SockRx<'_>) -> usize {
+    if !qp.rx_verify.load(Ordering::Acquire) {
+        return usize::MAX;
+    }
     let mut g = qp.rx.lock();
     let RxState { d, v, .. } = &mut *g;
     let (Some(d), Some(v)) = (d.as_ref(), v.as_mut()) else {
@@ -899,6 +902,7 @@ pub fn start(qp: &Arc<Qp>) -> Result {
         g.c = RxCtx::new();
         g.c.await_rtr = conn.await_rtr.load(Ordering::Acquire);
     }
+    qp.rx_verify.store(mode.crc, Ordering::Release);
     qp.rx_ready.store(true, Ordering::Release);
     let mut act = Actions::default();
     let r = conn.sock.with_rx(|rx| receive(qp, rx, &mut act));
