@@ -581,9 +581,13 @@ static void cli_read_done(struct conn *c)
 static void poll_cq(void)
 {
 	struct ibv_wc wc[32];
-	int n, i;
+	int n = 0, i;
 
-	while ((n = ibv_poll_cq(cq, 32, wc)) > 0) {
+	/*
+	 * With one CPU, completions can come as fast as they are taken: the
+	 * loop checks for a signal too.
+	 */
+	while (!stop && (n = ibv_poll_cq(cq, 32, wc)) > 0) {
 		for (i = 0; i < n; i++) {
 			uint32_t idx = wc[i].wr_id >> 12 & 0xfffff, g = wc[i].wr_id >> 32;
 			int op = wc[i].wr_id & 15, slot = wc[i].wr_id >> 4 & 255;

@@ -153,7 +153,7 @@ serve() {
 	nsenter --net="/run/netns/$NS_B" "$BIN" -s -a "$IP_B" -p "$PORT" "$@" >"$log" 2>&1 &
 	SRV=$!
 	while [ $SECONDS -le $t ]; do
-		[[ $(<"$log") == *listening* ]] && return 0
+		{ [[ $(<"$log") == *listening* ]]; } 2>/dev/null && return 0
 		kill -0 "$SRV" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -203,6 +203,25 @@ rounds_seen() {
 	while [ $SECONDS -le $t ]; do
 		grep -qE 'rounds [1-9]' "$1" && return 0
 		sleep 0.1
+	done
+	return 1
+}
+# rx_fpdus DEV: the FPDUs DEV received so far (rdma statistic)
+rx_fpdus() {
+	local w i
+	read -r -a w <<<"$(rdma statistic show link "$1/1")"
+	for ((i = 0; i < ${#w[@]} - 1; i++)); do
+		[ "${w[$i]}" = rx_fpdus ] && echo "${w[$i + 1]}" && return 0
+	done
+	echo 0
+}
+# rx_fpdus_seen DEV BASE N SECS: wait (max SECS) until DEV received N
+# FPDUs more than BASE
+rx_fpdus_seen() {
+	local t=$((SECONDS + $4))
+	while [ $SECONDS -le $t ]; do
+		[ "$(rx_fpdus "$1")" -ge $(($2 + $3)) ] && return 0
+		sleep 0.2
 	done
 	return 1
 }
@@ -282,7 +301,7 @@ kill_client() {
 	serve "$WORK/s.log" -c 64 -T -t 120 || return 1
 	client "$WORK/c.log" -n 0 -d 100 -c 32 -r 1000 -T -t 120
 	rounds_seen "$WORK/s.log" || { echo "no traffic"; return 1; }
-	sleep 3
+	sleep 1
 	kill -9 $CLI
 	wait $CLI 2>/dev/null
 	qp_zero rsiw1 || { echo "server QPs not released after the client died"; return 1; }
@@ -298,7 +317,7 @@ kill_both() {
 	serve "$WORK/s.log" -c 64 -T -t 120 || return 1
 	client "$WORK/c.log" -n 0 -d 100 -c 32 -r 1000 -T -t 120
 	rounds_seen "$WORK/s.log" || { echo "no traffic"; return 1; }
-	sleep 3
+	sleep 1
 	kill -9 $CLI $SRV
 	wait $CLI $SRV 2>/dev/null
 	res_settle
@@ -306,10 +325,13 @@ kill_both() {
 kill_perftest() {
 	nsenter --net="/run/netns/$NS_B" ib_write_bw -d rsiw1 -R -D 60 -s 65536 -p 18515 >"$WORK/s.log" 2>&1 &
 	local s=$!
-	sleep 1
+	wait_listen "$NS_B" 18515 || { tailog "$WORK/s.log" 10; return 1; }
+	local f0
+	f0=$(rx_fpdus rsiw1)
 	nsenter --net="/run/netns/$NS_A" ib_write_bw -d rsiw0 -R -D 60 -s 65536 -p 18515 "$IP_B" >"$WORK/c.log" 2>&1 &
 	local c=$!
-	sleep 8
+	# (its output is buffered: wait for FPDUs at the server instead)
+	rx_fpdus_seen rsiw1 "$f0" 40 "$(tmo 30)" && sleep 1
 	kill -0 $c && kill -0 $s || { tailog "$WORK/c.log" 10; return 1; }
 	kill -9 $c $s
 	wait $c $s 2>/dev/null
@@ -318,10 +340,13 @@ kill_perftest() {
 kill_rping() {
 	nsenter --net="/run/netns/$NS_B" rping -s -a "$IP_B" -p 7301 -C 1000000 -S 16000 -V >"$WORK/s.log" 2>&1 &
 	local s=$!
-	sleep 1
+	wait_listen "$NS_B" 7301 || { tailog "$WORK/s.log" 10; return 1; }
+	local f0
+	f0=$(rx_fpdus rsiw1)
 	nsenter --net="/run/netns/$NS_A" rping -c -a "$IP_B" -p 7301 -C 1000000 -S 16000 -V >"$WORK/c.log" 2>&1 &
 	local c=$!
-	sleep 6
+	# rping -V prints nothing per round: wait for FPDUs at the server
+	rx_fpdus_seen rsiw1 "$f0" 40 "$(tmo 30)" && sleep 1
 	kill -0 $c && kill -0 $s || { tailog "$WORK/c.log" 10; return 1; }
 	kill -9 $c
 	wait $c 2>/dev/null
@@ -415,7 +440,7 @@ link_delete_one() { # DEV NS NETDEV
 	serve "$WORK/s.log" -c 64 -T -t 120 || return 1
 	client "$WORK/c.log" -n 0 -d 100 -c 16 -r 1000 -T -t 120
 	rounds_seen "$WORK/s.log" || { echo "no traffic"; return 1; }
-	sleep 2
+	sleep 1
 	local t0=$SECONDS
 	timeout $(tmo 90) rdma link delete "$1" &
 	del=$!
@@ -463,7 +488,7 @@ netdev_down_up() {
 	serve "$WORK/s.log" -c 64 -T -t 120 -w 60 || return 1
 	client "$WORK/c.log" -n 0 -d 100 -c 16 -r 1000 -T -t 120 -w 60
 	rounds_seen "$WORK/s.log" || { echo "no traffic"; return 1; }
-	sleep 2
+	sleep 1
 	in_a ip link set va down
 	in_b ip link set vb down
 	local t0=$SECONDS
