@@ -17,7 +17,8 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
-use crate::device::{limits, Device};
+use crate::base::limits;
+use crate::device::Device;
 use crate::kif::crc::KernelCrc32c;
 use crate::kif::{
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
@@ -515,7 +516,8 @@ impl Cep {
             inner.ord = ord;
             qp.put_state(&mut inner, QpState::Rts);
         }
-        qp.stats.inc(crate::stats::Counter::ConnectionsEstablished);
+        qp.stats
+            .inc(crate::base::stats::Counter::ConnectionsEstablished);
         *qp.conn.lock() = Some(conn.clone());
         conn.sock.attach(qp.clone())?;
         crate::qp_rx::start(qp)?;

@@ -12,9 +12,14 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
+use crate::base::{
+    abi::{op, wc, wqe},
+    limits,
+    stats::{Counter, Stats},
+    Kind, Quota, Quotas, Rsiw,
+};
 use crate::cq::Cq;
-use crate::device::{count_down, count_up, limits, Device};
-use crate::kif::xarray::RcuXArray;
+use crate::kif::xarray::XArray;
 use crate::kif::{
     handle::QpHandle,
     ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
@@ -24,52 +29,10 @@ use crate::kif::{
     sync::SpinLockIrq,
     wr::{RecvWrs, SendKind, SendWrs},
 };
-use crate::mem::{access, Mem};
+use crate::mem::{self, access};
 use crate::qp_rx::RxState;
 use crate::qp_tx::{Irq, Orq, TxState, WrRef};
 use crate::srq::Srq;
-use crate::verbs::Rsiw;
-
-/// `enum siw_opcode`.
-#[allow(missing_docs)]
-pub mod op {
-    pub const WRITE: u8 = 0;
-    pub const READ: u8 = 1;
-    pub const READ_LOCAL_INV: u8 = 2;
-    pub const SEND: u8 = 3;
-    pub const SEND_WITH_IMM: u8 = 4;
-    pub const SEND_REMOTE_INV: u8 = 5;
-    pub const RECEIVE: u8 = 8;
-    pub const READ_RESPONSE: u8 = 9;
-    pub const INVAL_STAG: u8 = 10;
-    pub const REG_MR: u8 = 11;
-}
-
-/// `enum siw_wqe_flags`.
-#[allow(missing_docs)]
-pub mod wqe {
-    pub const VALID: u16 = 1;
-    pub const INLINE: u16 = 1 << 1;
-    pub const SIGNALLED: u16 = 1 << 2;
-    pub const SOLICITED: u16 = 1 << 3;
-    pub const READ_FENCE: u16 = 1 << 4;
-    pub const REM_INVAL: u16 = 1 << 5;
-}
-
-/// `enum siw_wc_status`.
-#[allow(missing_docs)]
-pub mod wc {
-    pub const SUCCESS: u16 = 0;
-    pub const LOC_LEN_ERR: u16 = 1;
-    pub const LOC_PROT_ERR: u16 = 2;
-    pub const LOC_QP_OP_ERR: u16 = 3;
-    pub const WR_FLUSH_ERR: u16 = 4;
-    pub const BAD_RESP_ERR: u16 = 5;
-    pub const LOC_ACCESS_ERR: u16 = 6;
-    pub const REM_ACCESS_ERR: u16 = 7;
-    pub const REM_INV_REQ_ERR: u16 = 8;
-    pub const GENERAL_ERR: u16 = 9;
-}
 
 /// The iWARP QP states (RFC 5040 section 10 / verbs for iWARP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,9 +186,9 @@ pub struct Qp {
     /// Sizes.
     pub caps: QpCaps,
     /// The device's memory objects by STag index (data path lookups).
-    pub mem_xa: Arc<RcuXArray<Mem>>,
+    pub mem_xa: mem::Table,
     /// The device's counters.
-    pub stats: Arc<crate::stats::Stats>,
+    pub stats: Arc<Stats>,
     /// The core QP (events, kernel completion token).
     pub handle: QpHandle,
     /// Mutable state.
@@ -277,6 +240,8 @@ pub struct Qp {
     /// The transmit work item.
     #[pin]
     tx_work: Work<Qp>,
+    /// Counts the QP against [`limits::MAX_QP`] while it lives.
+    _quota: Quota,
 }
 
 impl_has_work! {
@@ -287,7 +252,7 @@ impl WorkItem for Qp {
     type Pointer = Arc<Qp>;
 
     fn run(this: Arc<Qp>) {
-        this.stats.inc(crate::stats::Counter::TxWorkRuns);
+        this.stats.inc(Counter::TxWorkRuns);
         crate::qp_tx::run(&this);
     }
 }
@@ -304,21 +269,31 @@ fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32
 }
 
 impl Qp {
-    /// Creates an RC QP.
-    pub fn create(dev: &Device, a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
+    /// Creates an RC QP and gives it a number in `qps` (the device's QP
+    /// table); `mem_xa` and `stats` are the device's, the QP's data path
+    /// uses them.
+    pub fn create(
+        qps: &XArray<Qp>,
+        quotas: &Arc<Quotas>,
+        mem_xa: &mem::Table,
+        stats: &Arc<Stats>,
+        a: CreateQp<'_, Rsiw>,
+    ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if i.create_flags != 0 {
             return Err(crate::kif::eopnotsupp());
         }
-        count_up(&dev.num_qp, limits::MAX_QP)?;
-        let r = Self::build(dev, a);
-        if r.is_err() {
-            count_down(&dev.num_qp);
-        }
-        r
+        let quota = Quota::take(quotas, Kind::Qp)?;
+        Self::build(qps, mem_xa, stats, a, quota)
     }
 
-    fn build(dev: &Device, mut a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
+    fn build(
+        qps: &XArray<Qp>,
+        mem_xa: &mem::Table,
+        stats: &Arc<Stats>,
+        mut a: CreateQp<'_, Rsiw>,
+        quota: Quota,
+    ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if !i.rc {
             return Err(crate::kif::eopnotsupp());
@@ -377,8 +352,8 @@ impl Qp {
                 kernel: !user,
                 sig_all: i.sig_all,
                 caps,
-                mem_xa: dev.mem_xa.clone(),
-                stats: dev.stats.clone(),
+                mem_xa: mem_xa.clone(),
+                stats: stats.clone(),
                 handle: a.handle.clone(),
                 state_now: AtomicU8::new(QpState::Idle as u8),
                 inner <- crate::new_spinlock_irq!(QpInner {
@@ -405,15 +380,16 @@ impl Qp {
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),
                 tx_work <- new_work!("rsiw::qp_tx"),
+                _quota: quota,
             }),
             GFP_KERNEL,
         )?;
-        let id = dev.qp_xa.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
+        let id = qps.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
         qp.id.store(id, Ordering::Release);
         if user {
             let r = create_resp(id, caps.sq_size, caps.rq_size, sq_key, rq_key);
             if let Err(e) = a.udata.respond(&r) {
-                dev.qp_xa.erase(id);
+                qps.erase(id);
                 return Err(e);
             }
         }
@@ -652,7 +628,7 @@ impl Qp {
                         self.schedule_tx_elsewhere();
                     } else {
                         crate::qp_tx::run_answer(self, rx);
-                        self.stats.inc(crate::stats::Counter::TxDoorbellRuns);
+                        self.stats.inc(Counter::TxDoorbellRuns);
                     }
                     Ok(())
                 }
@@ -883,12 +859,13 @@ impl Qp {
         }
     }
 
-    /// Destroys the QP: error state, flush, unmap, forget the QP number.
-    pub fn destroy(self: Arc<Self>, dev: &Device) {
+    /// Destroys the QP: error state, flush, unmap, forget the QP number
+    /// (in `qps`, the device's QP table). Its quota goes back when the last
+    /// reference is dropped.
+    pub fn destroy(self: Arc<Self>, qps: &XArray<Qp>) {
         self.set_error();
         self.drop_conn();
         drop(core::mem::replace(&mut *self.mappings.lock(), KVec::new()));
-        dev.qp_xa.erase(self.id());
-        count_down(&dev.num_qp);
+        qps.erase(self.id());
     }
 }

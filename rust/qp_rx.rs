@@ -18,6 +18,8 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 
+use crate::base::abi::{op, wc, wqe};
+use crate::base::stats::Counter;
 use crate::kif::{
     crc::KernelCrc32c,
     handle::QpEvent,
@@ -25,11 +27,10 @@ use crate::kif::{
     sock::{SockEvents, SockRx, TcpState},
 };
 use crate::mem::{access, Mem};
-use crate::qp::{op, wc, wqe, Qp, QpState};
+use crate::qp::{Qp, QpState};
 use crate::qp_tx::{
     check_mem, lookup_inval, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
 };
-use crate::stats::Counter;
 use crate::wire::{
     error::{DdpError, LlpError, ProtocolError, RdmapError},
     mpa::MpaMode,

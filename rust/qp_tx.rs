@@ -32,7 +32,9 @@ use kernel::{
     },
 };
 
-use crate::device::limits;
+use crate::base::abi::{op, wc, wqe};
+use crate::base::limits;
+use crate::base::stats::{Counter, Stats};
 use crate::kif::{
     handle::QpEvent,
     mem::{kernel_slice, kernel_write},
@@ -40,8 +42,7 @@ use crate::kif::{
     xarray::LookupCache,
 };
 use crate::mem::{access, Mem, MemKind};
-use crate::qp::{op, wc, wqe, Conn, Qp, QpState};
-use crate::stats::{Counter, Stats};
+use crate::qp::{Conn, Qp, QpState};
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     error::{ProtocolError, RdmapError},

@@ -15,6 +15,7 @@
 
 use kernel::{c_str, prelude::*};
 
+pub mod base;
 pub mod cm;
 pub mod cq;
 pub mod device;
@@ -24,7 +25,6 @@ pub mod qp;
 pub mod qp_rx;
 pub mod qp_tx;
 pub mod srq;
-pub mod stats;
 pub mod verbs;
 pub mod wire;
 
