@@ -520,7 +520,7 @@ impl Cep {
             .inc(crate::base::stats::Counter::ConnectionsEstablished);
         *qp.conn.lock() = Some(conn.clone());
         conn.sock.attach(qp.clone())?;
-        crate::qp_rx::start(qp)?;
+        crate::qp::rx::start(qp)?;
         qp.schedule_tx();
         Ok(())
     }

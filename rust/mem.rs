@@ -16,21 +16,7 @@ use crate::kif::{
     xarray::RcuXArray,
 };
 
-/// IB access flags (`enum ib_access_flags`).
-pub mod access {
-    /// Local write.
-    pub const LOCAL_WRITE: u32 = 1;
-    /// Remote write.
-    pub const REMOTE_WRITE: u32 = 2;
-    /// Remote read.
-    pub const REMOTE_READ: u32 = 4;
-    /// Remote atomic.
-    pub const REMOTE_ATOMIC: u32 = 8;
-    /// Memory window bind.
-    pub const MW_BIND: u32 = 16;
-    /// The flags an iWARP memory object keeps.
-    pub const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
-}
+pub mod access;
 
 /// The memory objects of a device by STag index (shared with the QPs'
 /// data path, which looks STags up under RCU).

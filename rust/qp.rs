@@ -30,9 +30,14 @@ use crate::kif::{
     wr::{RecvWrs, SendKind, SendWrs},
 };
 use crate::mem::{self, access};
-use crate::qp_rx::RxState;
-use crate::qp_tx::{Irq, Orq, TxState, WrRef};
 use crate::srq::Srq;
+use orq::{Irq, Orq, WrRef};
+use rx::RxState;
+use tx::TxState;
+
+pub mod orq;
+pub mod rx;
+pub mod tx;
 
 /// The iWARP QP states (RFC 5040 section 10 / verbs for iWARP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +113,7 @@ pub struct QpInner {
     pub ord: u32,
     /// The Send or Write being transmitted (its slot is back in the SQ):
     /// whoever takes it completes it (the transmit work when the last
-    /// octet went to TCP, [`crate::qp_tx::flush_orq`] when the QP goes to
+    /// octet went to TCP, [`tx::flush_orq`] when the QP goes to
     /// error).
     pub active: Option<WrRef>,
 }
@@ -253,7 +258,7 @@ impl WorkItem for Qp {
 
     fn run(this: Arc<Qp>) {
         this.stats.inc(Counter::TxWorkRuns);
-        crate::qp_tx::run(&this);
+        tx::run(&this);
     }
 }
 
@@ -561,7 +566,7 @@ impl Qp {
     /// Flushes every posted send element with a flush error.
     pub fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.
-        crate::qp_tx::flush_orq(self);
+        tx::flush_orq(self);
         loop {
             let i = {
                 let mut inner = self.inner.lock();
@@ -582,11 +587,11 @@ impl Qp {
     /// Flushes every posted receive element with a flush error.
     pub fn flush_rq(&self) {
         // The receive in progress (own RQ or SRQ) goes first.
-        crate::qp_rx::flush_active(self);
+        rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
         loop {
             // The consumer index is the receive side's (see
-            // `qp_rx::RxState`).
+            // `rx::RxState`).
             let Some(rqe) = rq.take(&mut self.rx.lock().rq_get) else {
                 break;
             };
@@ -627,7 +632,7 @@ impl Qp {
                     if !rx && self.tx_streaming.load(Ordering::Relaxed) {
                         self.schedule_tx_elsewhere();
                     } else {
-                        crate::qp_tx::run_answer(self, rx);
+                        tx::run_answer(self, rx);
                         self.stats.inc(Counter::TxDoorbellRuns);
                     }
                     Ok(())
@@ -723,7 +728,7 @@ impl Qp {
                     sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
                     sqe.rkey = key;
                     sqe.access = (acc & access::IWARP_MASK) as u64;
-                    // The region as the request sees it (see `qp_tx::reg_mr`).
+                    // The region as the request sees it (see `tx::reg_mr`).
                     // In `siw_sqe`, `access` shares its union with sge[0]:
                     // the values go into sge[1].
                     sqe.sge[1].addr = iova;
@@ -741,7 +746,7 @@ impl Qp {
             inner.sq_put = i.wrapping_add(1);
         }
         drop(inner);
-        crate::qp_tx::kick(self);
+        tx::kick(self);
         Ok(())
     }
 
@@ -848,7 +853,7 @@ impl Qp {
     pub fn drop_conn(self: &Arc<Self>) {
         // A TERMINATE still queued goes out before the close (the transmit
         // work closes the connection itself once it is sent).
-        crate::qp_tx::run(self);
+        tx::run(self);
         let c = self.conn.lock().take();
         let tc = self.tx.lock().conn.take();
         drop(tc);

@@ -22,8 +22,6 @@ pub mod device;
 pub mod kif;
 pub mod mem;
 pub mod qp;
-pub mod qp_rx;
-pub mod qp_tx;
 pub mod srq;
 pub mod verbs;
 pub mod wire;

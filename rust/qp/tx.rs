@@ -17,7 +17,7 @@
 //! Send queue slots: as in siw, a work request's slot goes back to the
 //! producer as soon as the transmit side took its copy (libsiw rings the
 //! doorbell only when the slot before its new work is free). A Send or
-//! Write is then the "active" work request (kept in the [`Orq`] so that a
+//! Write is then the "active" work request (kept in the [`Orq`](super::orq::Orq) so that a
 //! flush from any context can complete it) and completes when its last
 //! octet went to TCP; an RDMA Read moves to the ORQ before its Read Request
 //! is sent and completes when the Read Response arrives. Local operations
@@ -32,17 +32,19 @@ use kernel::{
     },
 };
 
+use super::orq::{Fifo, IrqEntry, OrqEntry, TermMsg, WrRef, TERM_MAX};
+use super::{Conn, Qp, QpState};
 use crate::base::abi::{op, wc, wqe};
 use crate::base::limits;
 use crate::base::stats::{Counter, Stats};
 use crate::kif::{
     handle::QpEvent,
-    mem::{kernel_slice, kernel_write},
     queue::{Sge, Sqe, MAX_INLINE, MAX_SGE},
-    xarray::LookupCache,
 };
-use crate::mem::{access, Mem, MemKind};
-use crate::qp::{Conn, Qp, QpState};
+use crate::mem::access::{
+    self, check_mem, lookup_inval, lookup_stag, mem_slice, MemFault, StagCache,
+};
+use crate::mem::{Mem, MemKind};
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     error::{ProtocolError, RdmapError},
@@ -68,411 +70,8 @@ const SCRATCH: usize = 2048;
 /// Payload cap per FPDU with markers, so that one FPDU's pieces always fit
 /// one send call (each marker may split the payload).
 const MARKER_FPDU_PAYLOAD: u32 = 8 * MARKER_PAYLOAD_SPAN;
-/// Largest TERMINATE ULPDU: header (22), DDP segment length (2) and a
-/// copied Read Request header (46).
-const TERM_MAX: usize = 72;
 /// Header buffer size (the largest DDP/RDMAP header or TERMINATE ULPDU).
 const HDR_MAX: usize = TERM_MAX;
-
-// ---------------------------------------------------------------------------
-// Memory access shared with the receive side.
-// ---------------------------------------------------------------------------
-
-/// Why a memory reference was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MemFault {
-    /// Unknown, stale (key mismatch) or invalidated STag.
-    Stag,
-    /// The memory belongs to another protection domain.
-    Pd,
-    /// The access right is missing.
-    Access,
-    /// The range is outside the memory object.
-    Bounds,
-}
-
-/// The last STag index one side of a QP looked up: the next message
-/// usually names the same memory (a hit skips the xarray walk, which is
-/// four levels deep for random STag indices).
-pub(crate) type StagCache = LookupCache<Mem>;
-
-/// The memory object an STag names (index and key), if any.
-pub(crate) fn lookup_stag(qp: &Qp, stag: u32, cache: &mut StagCache) -> Option<Arc<Mem>> {
-    let mem = qp.mem_xa.get_cached(stag >> 8, cache)?;
-    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
-        return None;
-    }
-    Some(mem)
-}
-
-/// The memory object an invalidation (Send with Invalidate, Local
-/// Invalidate, Read with Local Invalidate) names: index *and* key must
-/// match (a stale STag of an earlier registration cycle names nothing and
-/// must leave the current registration alone), and the memory must belong
-/// to the QP's PD. Errors: [`MemFault::Stag`] (unknown or stale) or
-/// [`MemFault::Pd`].
-pub(crate) fn lookup_inval(qp: &Qp, stag: u32) -> core::result::Result<Arc<Mem>, MemFault> {
-    let mem = qp.mem_xa.get(stag >> 8).ok_or(MemFault::Stag)?;
-    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
-        return Err(MemFault::Stag);
-    }
-    if mem.pd_id != qp.pd_id {
-        return Err(MemFault::Pd);
-    }
-    Ok(mem)
-}
-
-/// Checks validity, PD, access rights `need` and bounds of `[addr, addr +
-/// len)` of `mem` for `qp`.
-pub(crate) fn check_mem(
-    qp: &Qp,
-    mem: &Mem,
-    addr: u64,
-    len: u64,
-    need: u32,
-) -> core::result::Result<(), MemFault> {
-    if !mem.valid.load(Ordering::Acquire) {
-        return Err(MemFault::Stag);
-    }
-    if mem.pd_id != qp.pd_id {
-        return Err(MemFault::Pd);
-    }
-    if mem.access.load(Ordering::Acquire) & need != need {
-        return Err(MemFault::Access);
-    }
-    let va = mem.va.get();
-    let end = addr.checked_add(len).ok_or(MemFault::Bounds)?;
-    if addr < va || end > va.saturating_add(mem.len.get()) {
-        return Err(MemFault::Bounds);
-    }
-    Ok(())
-}
-
-/// Kernel address and contiguous length of `addr` in a fast-registration
-/// page list.
-fn pbl_addr(
-    mem: &Mem,
-    p: &crate::kif::sync::SpinLockIrq<crate::mem::Pbl>,
-    addr: u64,
-) -> Result<(u64, u64)> {
-    let pbl = p.lock();
-    let ps = u64::from(pbl.page_size);
-    if ps == 0 {
-        return Err(EFAULT);
-    }
-    let va = mem.va.get();
-    let pos = (va % ps)
-        .checked_add(addr.checked_sub(va).ok_or(EFAULT)?)
-        .ok_or(EFAULT)?;
-    let idx = usize::try_from(pos / ps).map_err(|_| EFAULT)?;
-    if idx >= pbl.n {
-        return Err(EFAULT);
-    }
-    let page = *pbl.pages.get(idx).ok_or(EFAULT)?;
-    let in_pg = pos % ps;
-    Ok((page.checked_add(in_pg).ok_or(EFAULT)?, ps - in_pg))
-}
-
-/// A contiguous read-only piece of `mem` starting at `addr`, at most `max`
-/// octets (less at a page boundary). The caller checked the bounds.
-pub(crate) fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
-    if max == 0 {
-        return Ok(&[]);
-    }
-    match &mem.kind {
-        MemKind::User(u) => {
-            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
-            u.slice(usize::try_from(off).map_err(|_| EFAULT)?, max as usize)
-        }
-        MemKind::Dma => kernel_slice(mem, addr, max as usize),
-        MemKind::Pbl(p) => {
-            let (ka, room) = pbl_addr(mem, p, addr)?;
-            let n = u64::from(max).min(room) as usize;
-            kernel_slice(mem, ka, n)
-        }
-    }
-}
-
-/// Copies `data` into `mem` at `addr`. The caller checked the bounds.
-pub(crate) fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
-    if data.is_empty() {
-        return Ok(());
-    }
-    match &mem.kind {
-        MemKind::User(u) => {
-            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
-            let off = usize::try_from(off).map_err(|_| EFAULT)?;
-            u.with_range(off, data.len(), |dst, pos| {
-                let src = pos
-                    .checked_add(dst.len())
-                    .and_then(|end| data.get(pos..end))
-                    .ok_or(EFAULT)?;
-                dst.copy_from_slice(src);
-                Ok(())
-            })
-        }
-        MemKind::Dma => kernel_write(addr, data),
-        MemKind::Pbl(p) => {
-            let mut done = 0usize;
-            while done < data.len() {
-                let a = addr.checked_add(done as u64).ok_or(EFAULT)?;
-                let (ka, room) = pbl_addr(mem, p, a)?;
-                let n = ((data.len() - done) as u64).min(room) as usize;
-                let src = data.get(done..done + n).ok_or(EFAULT)?;
-                kernel_write(ka, src)?;
-                done += n;
-            }
-            Ok(())
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// ORQ and IRQ.
-// ---------------------------------------------------------------------------
-
-/// A bounded first-in first-out queue whose capacity (ORD or IRD) is set
-/// when the connection starts; none before.
-pub struct Fifo<T> {
-    ents: KVec<Option<T>>,
-    head: usize,
-    len: usize,
-}
-
-impl<T> Fifo<T> {
-    /// A queue without capacity.
-    pub const fn new() -> Self {
-        Self {
-            ents: KVec::new(),
-            head: 0,
-            len: 0,
-        }
-    }
-
-    /// An empty queue of `cap` slots.
-    fn with_capacity(cap: usize) -> Result<Self> {
-        let mut ents = KVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
-            ents.push(None, GFP_KERNEL)?;
-        }
-        Ok(Self {
-            ents,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Queued entries.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Slots in all.
-    fn capacity(&self) -> usize {
-        self.ents.len()
-    }
-
-    /// The oldest entry.
-    fn head_mut(&mut self) -> Option<&mut T> {
-        if self.len == 0 {
-            return None;
-        }
-        self.ents.get_mut(self.head).and_then(|e| e.as_mut())
-    }
-
-    /// Removes the oldest entry.
-    fn pop(&mut self) -> Option<T> {
-        if self.len == 0 {
-            return None;
-        }
-        let cap = self.ents.len();
-        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
-        self.head = (self.head + 1) % cap.max(1);
-        self.len -= 1;
-        e
-    }
-
-    /// Appends `e`; gives it back when the queue is full.
-    fn push(&mut self, e: T) -> core::result::Result<(), T> {
-        let cap = self.ents.len();
-        if self.len >= cap {
-            return Err(e);
-        }
-        let i = (self.head + self.len) % cap;
-        match self.ents.get_mut(i) {
-            Some(slot) => {
-                *slot = Some(e);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(e),
-        }
-    }
-}
-
-/// An outbound RDMA Read awaiting its Read Response.
-#[derive(Clone)]
-pub struct OrqEntry {
-    /// Work request id.
-    pub id: u64,
-    /// Work request flags.
-    pub flags: u16,
-    /// `op::READ` or `op::READ_LOCAL_INV`.
-    pub opcode: u8,
-    /// The sink SGE (STag = lkey, TO = address).
-    pub sink: Sge,
-    /// The sink memory (none for a zero-length Read).
-    pub mem: Option<Arc<Mem>>,
-    /// Octets of the response placed so far.
-    pub placed: u32,
-}
-
-impl OrqEntry {
-    /// What its completion needs.
-    pub fn wr(&self) -> WrRef {
-        WrRef {
-            id: self.id,
-            flags: self.flags,
-            opcode: self.opcode,
-        }
-    }
-}
-
-/// Outbound RDMA Reads awaiting their Read Response (at most ORD).
-pub struct Orq {
-    q: Fifo<OrqEntry>,
-    /// The transmit work stopped at a Read (ORD reached) or a fenced work
-    /// request: the Read Response that frees a slot wakes it.
-    stalled: bool,
-}
-
-/// What a completion needs of a work request whose slot was given back.
-#[derive(Clone, Copy, Debug)]
-pub struct WrRef {
-    /// Work request id.
-    pub id: u64,
-    /// Work request flags.
-    pub flags: u16,
-    /// Opcode.
-    pub opcode: u8,
-}
-
-impl WrRef {
-    /// The reference of a send queue element.
-    pub fn of(sqe: &Sqe) -> Self {
-        Self {
-            id: sqe.id,
-            flags: sqe.flags,
-            opcode: sqe.opcode,
-        }
-    }
-}
-
-impl<T> Default for Fifo<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Default for Orq {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Default for Irq {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Orq {
-    /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
-        Self {
-            q: Fifo::new(),
-            stalled: false,
-        }
-    }
-
-    /// Removes the oldest outstanding Read; also says whether the
-    /// transmit work waits for that (see `stalled`).
-    pub fn pop_wake(&mut self) -> (Option<OrqEntry>, bool) {
-        let e = self.pop();
-        (e, core::mem::take(&mut self.stalled))
-    }
-
-    /// Outstanding Reads.
-    pub fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    /// Whether no Read is outstanding.
-    pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-
-    /// The oldest outstanding Read.
-    pub fn head_mut(&mut self) -> Option<&mut OrqEntry> {
-        self.q.head_mut()
-    }
-
-    /// Removes the oldest outstanding Read.
-    pub fn pop(&mut self) -> Option<OrqEntry> {
-        self.q.pop()
-    }
-}
-
-/// An inbound RDMA Read Request to answer.
-#[derive(Clone, Copy, Debug)]
-pub struct IrqEntry {
-    /// The request.
-    pub rr: ReadRequest,
-    /// Its MSN (for the copied header of a TERMINATE).
-    pub msn: u32,
-}
-
-/// A TERMINATE ULPDU waiting to be sent.
-#[derive(Clone, Copy)]
-pub struct TermMsg {
-    buf: [u8; TERM_MAX],
-    len: u8,
-}
-
-/// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
-/// the receive side (softirq) passes to the transmit work.
-pub struct Irq {
-    q: Fifo<IrqEntry>,
-    /// A response is being sent (it still takes an IRD slot).
-    active: bool,
-    /// A TERMINATE to send, then the QP goes to error.
-    term: Option<TermMsg>,
-}
-
-impl Irq {
-    /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
-        Self {
-            q: Fifo::new(),
-            active: false,
-            term: None,
-        }
-    }
-
-    /// Queues a Read Request; `false` when IRD is exhausted.
-    pub fn push(&mut self, e: IrqEntry) -> bool {
-        // As siw: the response being sent does not count (it left the
-        // queue), so a peer may see IRD + 1 accepted; this also covers the
-        // peer's next Read Request overtaking our bookkeeping of the
-        // response whose last octet just went out.
-        self.q.push(e).is_ok()
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Transmit state.
@@ -495,7 +94,7 @@ enum Src {
 /// What a job is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Send or Write (the active work request, see [`Orq`]).
+    /// Send or Write (the active work request, see [`Orq`](super::orq::Orq)).
     Wr,
     /// RDMA Read Request (already in the ORQ).
     ReadReq,
@@ -734,7 +333,7 @@ pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
     if qp.llp_closed.load(Ordering::Relaxed) && qp.llp_closed.swap(false, Ordering::AcqRel) {
         // The close drops the connection, which runs this function again.
         drop(tx);
-        crate::qp_rx::llp_closed(qp);
+        super::rx::llp_closed(qp);
         return;
     }
     if tx.conn.is_none() || !tx.started {
@@ -952,8 +551,8 @@ fn resolve_sgl(
         if s.length == 0 {
             continue;
         }
-        let mem = lookup_stag(qp, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
-        check_mem(qp, &mem, s.addr, u64::from(s.length), need).map_err(fault_status)?;
+        let mem = lookup_stag(&qp.mem_xa, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
+        check_mem(&mem, qp.pd_id, s.addr, u64::from(s.length), need).map_err(fault_status)?;
         if let Some(slot) = mems.get_mut(k) {
             *slot = Some(mem);
         }
@@ -1050,10 +649,16 @@ fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
     let check = if rr.size == 0 {
         Ok(())
     } else {
-        match lookup_stag(qp, rr.src_stag, &mut tx.stags) {
+        match lookup_stag(&qp.mem_xa, rr.src_stag, &mut tx.stags) {
             None => Err(RdmapError::InvalidStag),
             Some(mem) => {
-                match check_mem(qp, &mem, rr.src_to, u64::from(rr.size), access::REMOTE_READ) {
+                match check_mem(
+                    &mem,
+                    qp.pd_id,
+                    rr.src_to,
+                    u64::from(rr.size),
+                    access::REMOTE_READ,
+                ) {
                     Ok(()) => {
                         const NONE: Option<Arc<Mem>> = None;
                         let mut mems = [NONE; MAX_SGE];
@@ -1185,7 +790,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         }
         op::READ | op::READ_LOCAL_INV => read_request_job(qp, tx, idx, sqe),
         op::INVAL_STAG => {
-            let ok = match lookup_inval(qp, sqe.rkey) {
+            let ok = match lookup_inval(&qp.mem_xa, qp.pd_id, sqe.rkey) {
                 Ok(mem) => {
                     mem.valid.store(false, Ordering::Release);
                     true
@@ -1262,7 +867,7 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
     };
     let mut mem = None;
     if sink.length > 0 {
-        let m = match lookup_stag(qp, sink.lkey, &mut tx.stags) {
+        let m = match lookup_stag(&qp.mem_xa, sink.lkey, &mut tx.stags) {
             Some(m) => m,
             None => {
                 local_error(qp, idx, &sqe, wc::LOC_PROT_ERR);
@@ -1270,8 +875,8 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
             }
         };
         if let Err(f) = check_mem(
-            qp,
             &m,
+            qp.pd_id,
             sink.addr,
             u64::from(sink.length),
             access::LOCAL_WRITE,
