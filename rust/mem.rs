@@ -3,7 +3,8 @@
 //! Memory registration: memory objects named by STags (index in the
 //! device's xarray in the upper 24 bits, an 8-bit key chosen by the owner in
 //! the lower 8), user MRs over pinned pages, DMA MRs and fast-registration
-//! MRs for kernel consumers, and the access checks the data path applies.
+//! MRs for kernel consumers (the registration verbs). The data path's use
+//! of that memory (STag lookup, access checks, copies) is [`access`].
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};

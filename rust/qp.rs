@@ -2,7 +2,10 @@
 
 //! Queue pairs: creation with the shared SQ/RQ rings, the iWARP QP state
 //! machine (RTS only through the connection manager), flushing on error,
-//! and posting of kernel work requests.
+//! and posting of kernel work requests. The submodules hold the RDMA Read
+//! queues ([`orq`]) and the transmit ([`tx`]) and receive ([`rx`])
+//! engines; the connection manager is reached only through the
+//! [`Endpoint`] a connection holds.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::{
@@ -118,6 +121,20 @@ pub struct QpInner {
     pub active: Option<WrRef>,
 }
 
+/// What a QP's connection needs of the connection manager's endpoint
+/// (`cm::Cep` implements it): the control-path calls of the QP's
+/// transmit and receive sides into the CM.
+pub trait Endpoint: Send + Sync {
+    /// The receive path got the first FPDU of a peer-to-peer connection
+    /// (the initiator's RTR): the CM reports ESTABLISHED.
+    fn rtr_received(self: Arc<Self>);
+    /// The local side wants the connection closed (the QP left RTS).
+    fn request_close(self: Arc<Self>);
+    /// The RDMA connection is going down (`remote`: the peer closed or
+    /// reset it): the CM reports it.
+    fn close(self: Arc<Self>, remote: bool);
+}
+
 /// The MPA connection of a QP in RTS: its socket and what was negotiated.
 pub struct Conn {
     /// The TCP socket (its upcalls go to the QP while it is in RTS).
@@ -149,7 +166,7 @@ pub struct Conn {
     /// first one arrived (RFC 5044 section 7.1.2).
     pub hold_tx: bool,
     /// The connection endpoint, which reports the close to the CM.
-    pub cep: Arc<crate::cm::Cep>,
+    pub cep: Arc<dyn Endpoint>,
     /// The CM id of the connection.
     pub id: crate::kif::iwcm::CmId,
 }
@@ -839,7 +856,7 @@ impl Qp {
     /// the workqueue, after a TERMINATE or queued data went out).
     pub fn request_close(&self) {
         if let Some(c) = self.conn() {
-            c.cep.request_close();
+            c.cep.clone().request_close();
         }
     }
 
@@ -860,7 +877,7 @@ impl Qp {
         if let Some(c) = c {
             c.sock.detach();
             c.sock.shutdown();
-            c.cep.close(false);
+            c.cep.clone().close(false);
         }
     }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Control-path verbs: device and port queries, user contexts and
-//! protection domains, with the siw user ABI (`siw-abi.h`) responses.
+//! The verbs: rsiw's `ib_device` operations (the `kif::ib::Driver`
+//! implementation of [`Rsiw`]), dispatched to the layers below; device
+//! and port queries, user contexts and protection domains are answered
+//! here, with the siw user ABI (`siw-abi.h`) responses.
 
 use kernel::prelude::*;
 
@@ -211,11 +213,13 @@ impl Driver for Rsiw {
     type Cep = crate::cm::Cep;
 
     fn iw_connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
-        crate::cm::connect(dev, id, p)
+        let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+        crate::cm::connect(qp, id, p)
     }
 
     fn iw_accept(dev: &Device, cep: Arc<Self::Cep>, id: CmId, p: ConnParam) -> Result {
-        crate::cm::accept(dev, cep, id, p)
+        let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+        crate::cm::accept(qp, cep, id, p)
     }
 
     fn iw_reject(cep: Arc<Self::Cep>, pdata: &[u8]) -> Result {
@@ -223,7 +227,7 @@ impl Driver for Rsiw {
     }
 
     fn iw_create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Self::Listener>> {
-        crate::cm::create_listen(dev, id, backlog)
+        crate::cm::create_listen(dev.ifindex, id, backlog)
     }
 
     fn iw_destroy_listen(l: Arc<Self::Listener>) {

@@ -779,7 +779,7 @@ fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
     if act.rtr {
         if let Some(conn) = qp.conn() {
             if conn.await_rtr.swap(false, Ordering::AcqRel) {
-                conn.cep.rtr_received();
+                conn.cep.clone().rtr_received();
             }
         }
     }
@@ -859,7 +859,7 @@ pub fn on_llp_close(qp: &Arc<Qp>) {
 /// connection.
 pub fn llp_closed(qp: &Arc<Qp>) {
     match qp.conn() {
-        Some(c) => c.cep.close(true),
+        Some(c) => c.cep.clone().close(true),
         None => qp.set_error(),
     }
 }
