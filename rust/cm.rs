@@ -6,8 +6,9 @@
 //!
 //! A [`Cep`] (connection endpoint) owns the socket until the MPA exchange
 //! is done; then the socket moves into the QP's [`Conn`] and the endpoint
-//! stays with it to report the close. All CM work runs on rsiw's workqueue
-//! (process context); socket upcalls only schedule it.
+//! stays with it to report the close (the QP knows it as its
+//! [`Endpoint`]). All CM work runs on rsiw's workqueue (process context);
+//! socket upcalls only schedule it.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
@@ -17,7 +18,7 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
-use crate::device::{limits, Device};
+use crate::base::limits;
 use crate::kif::crc::KernelCrc32c;
 use crate::kif::{
     iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
@@ -25,7 +26,7 @@ use crate::kif::{
     sock::{SockAddr, SockEvents, SockRx, Socket, TcpState},
     timer::{Expire, Timeout},
 };
-use crate::qp::{Conn, Qp, QpState};
+use crate::qp::{Conn, Endpoint, Qp, QpState};
 use crate::wire::connect::{
     encode_rr, max_user_pdata, FrameKind, IrdOrd, MpaRr, RrParser, RtrType, MAX_PD_LEN,
     RES_LARGE_FPDU, REVISION_1, REVISION_2,
@@ -515,10 +516,11 @@ impl Cep {
             inner.ord = ord;
             qp.put_state(&mut inner, QpState::Rts);
         }
-        qp.stats.inc(crate::stats::Counter::ConnectionsEstablished);
+        qp.stats
+            .inc(crate::base::stats::Counter::ConnectionsEstablished);
         *qp.conn.lock() = Some(conn.clone());
         conn.sock.attach(qp.clone())?;
-        crate::qp_rx::start(qp)?;
+        crate::qp::rx::start(qp)?;
         qp.schedule_tx();
         Ok(())
     }
@@ -547,23 +549,9 @@ impl Cep {
         st.listener = None;
     }
 
-    /// The receive path got the first FPDU of a peer-to-peer connection
-    /// (the initiator's RTR): report ESTABLISHED from the work item (the
-    /// caller may hold locks `accept` takes).
-    pub fn rtr_received(self: &Arc<Self>) {
-        self.rtr_seen.store(true, Ordering::Release);
-        self.kick();
-    }
-
-    /// The local side wants the connection closed (QP left RTS).
-    pub fn request_close(self: &Arc<Self>) {
-        self.close_req.store(true, Ordering::Release);
-        self.kick();
-    }
-
     /// The RDMA connection is going down (`remote`: the peer closed or
     /// reset it). Reports DISCONNECT (remote only) and CLOSE once.
-    pub fn close(self: &Arc<Self>, remote: bool) {
+    fn close(self: &Arc<Self>, remote: bool) {
         if self.closing.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -607,6 +595,27 @@ impl Cep {
                 None,
             );
         }
+    }
+}
+
+impl Endpoint for Cep {
+    /// The receive path got the first FPDU of a peer-to-peer connection
+    /// (the initiator's RTR): report ESTABLISHED from the work item (the
+    /// caller may hold locks `accept` takes).
+    fn rtr_received(self: Arc<Self>) {
+        self.rtr_seen.store(true, Ordering::Release);
+        self.kick();
+    }
+
+    /// The local side wants the connection closed (QP left RTS).
+    fn request_close(self: Arc<Self>) {
+        self.close_req.store(true, Ordering::Release);
+        self.kick();
+    }
+
+    /// See [`Cep::close`].
+    fn close(self: Arc<Self>, remote: bool) {
+        Cep::close(&self, remote);
     }
 }
 
@@ -671,9 +680,9 @@ fn send_all(sock: &Socket, buf: &[u8]) -> Result {
     Ok(())
 }
 
-/// `iw_connect`: connect a QP to the CM id's remote address.
-pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
-    let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+/// `iw_connect`: connect `qp` (the QP `p.qpn` names) to the CM id's
+/// remote address.
+pub fn connect(qp: Arc<Qp>, id: CmId, p: ConnParam) -> Result {
     let rev = if params::mpa_rev() == REVISION_1 {
         REVISION_1
     } else {
@@ -733,9 +742,9 @@ pub fn connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
     Ok(())
 }
 
-/// `iw_accept`: answer a connect request and move the QP to RTS.
-pub fn accept(dev: &Device, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
-    let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+/// `iw_accept`: answer a connect request and move `qp` (the QP `p.qpn`
+/// names) to RTS.
+pub fn accept(qp: Arc<Qp>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
     let mut st = cep.st.lock();
     if st.phase != Phase::AwaitAccept {
         return Err(EINVAL);
@@ -909,8 +918,9 @@ impl SockEvents for Listener {
     fn state_change(_this: ArcBorrow<'_, Self>, _s: TcpState) {}
 }
 
-/// `iw_create_listen`.
-pub fn create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
+/// `iw_create_listen` on the device whose net device has interface index
+/// `ifindex`.
+pub fn create_listen(ifindex: i32, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
     let laddr = id.local_addr();
     let sock = Socket::tcp(laddr.is_v6())?;
     sock.set_reuseaddr();
@@ -923,7 +933,7 @@ pub fn create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Listene
     // takes only its own net device's connections (as siw does), so that
     // listeners of several devices can share the port.
     if laddr.is_wildcard() {
-        sock.bind_to_ifindex(dev.ifindex)?;
+        sock.bind_to_ifindex(ifindex)?;
     }
     sock.bind(&laddr)?;
     sock.listen(backlog.max(1))?;

@@ -5,7 +5,7 @@
 
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
-use crate::device::{count_down, count_up, limits, Device};
+use crate::base::{limits, Kind, Quota, Quotas};
 use crate::kif::{
     handle::CqHandle,
     ib::CreateCq,
@@ -44,6 +44,8 @@ pub struct Cq {
     handle: CqHandle,
     #[pin]
     mapping: Mutex<Option<UserMapping>>,
+    /// Counts the CQ against [`limits::MAX_CQ`] while it lives.
+    _quota: Quota,
 }
 
 /// `struct siw_uresp_create_cq`.
@@ -57,19 +59,15 @@ fn create_resp(id: u32, n: u32, key: u64) -> [u8; 16] {
 
 impl Cq {
     /// Creates a CQ of at least `args.cqe` entries.
-    pub fn create(dev: &Device, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
+    pub fn create(quotas: &Arc<Quotas>, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
         if args.flags != 0 {
             return Err(crate::kif::eopnotsupp());
         }
-        count_up(&dev.num_cq, limits::MAX_CQ)?;
-        let r = Self::build(&mut args);
-        if r.is_err() {
-            count_down(&dev.num_cq);
-        }
-        r
+        let quota = Quota::take(quotas, Kind::Cq)?;
+        Self::build(&mut args, quota)
     }
 
-    fn build(args: &mut CreateCq<'_>) -> Result<Arc<Self>> {
+    fn build(args: &mut CreateCq<'_>, quota: Quota) -> Result<Arc<Self>> {
         if args.cqe < 1 || args.cqe > limits::MAX_CQE {
             return Err(EINVAL);
         }
@@ -92,6 +90,7 @@ impl Cq {
                 pos <- crate::new_spinlock_irq!(Pos { put: 0, get: 0 }),
                 handle: args.handle.clone(),
                 mapping <- new_mutex!(mapping),
+                _quota: quota,
             }),
             GFP_KERNEL,
         )
@@ -171,9 +170,9 @@ impl Cq {
         }
     }
 
-    /// Destroys the CQ: unmaps it from user space.
-    pub fn destroy(&self, dev: &Device) {
+    /// Destroys the CQ: unmaps it from user space. (Its quota goes back
+    /// when the last reference, the QPs' included, is dropped.)
+    pub fn destroy(&self) {
         drop(self.mapping.lock().take());
-        count_down(&dev.num_cq);
     }
 }

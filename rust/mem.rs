@@ -3,34 +3,25 @@
 //! Memory registration: memory objects named by STags (index in the
 //! device's xarray in the upper 24 bits, an 8-bit key chosen by the owner in
 //! the lower 8), user MRs over pinned pages, DMA MRs and fast-registration
-//! MRs for kernel consumers, and the access checks the data path applies.
+//! MRs for kernel consumers (the registration verbs). The data path's use
+//! of that memory (STag lookup, access checks, copies) is [`access`].
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-use crate::device::{count_down, count_up, limits, Device};
+use crate::base::{limits, Kind, Pd, Quota, Quotas, Rsiw};
 use crate::kif::{
     ib::{RegUserMr, ReregUserMr},
     mem::Umem,
     sync::SpinLockIrq,
+    xarray::RcuXArray,
 };
-use crate::verbs::Pd;
 
-/// IB access flags (`enum ib_access_flags`).
-pub mod access {
-    /// Local write.
-    pub const LOCAL_WRITE: u32 = 1;
-    /// Remote write.
-    pub const REMOTE_WRITE: u32 = 2;
-    /// Remote read.
-    pub const REMOTE_READ: u32 = 4;
-    /// Remote atomic.
-    pub const REMOTE_ATOMIC: u32 = 8;
-    /// Memory window bind.
-    pub const MW_BIND: u32 = 16;
-    /// The flags an iWARP memory object keeps.
-    pub const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
-}
+pub mod access;
+
+/// The memory objects of a device by STag index (shared with the QPs'
+/// data path, which looks STags up under RCU).
+pub type Table = Arc<RcuXArray<Mem>>;
 
 /// Largest STag index (24 bits).
 pub const STAG_MAX_INDEX: u32 = 0x00ff_ffff;
@@ -110,11 +101,13 @@ impl Mem {
 pub struct Mr {
     /// The memory object.
     pub mem: Arc<Mem>,
+    /// Counts the MR against [`limits::MAX_MR`] until it is deregistered.
+    _quota: Quota,
 }
 
 /// Makes a memory object and gives it an STag index.
 fn add_mem(
-    dev: &Device,
+    table: &Table,
     pd: &Pd,
     va: u64,
     len: u64,
@@ -135,7 +128,7 @@ fn add_mem(
         },
         GFP_KERNEL,
     )?;
-    let index = dev.mem_xa.alloc_random(mem.clone(), STAG_MAX_INDEX)?;
+    let index = table.alloc_random(mem.clone(), STAG_MAX_INDEX)?;
     // Lookups check `valid`, which is only set after the index is known.
     mem.index.store(index, Ordering::Release);
     mem.valid.store(valid, Ordering::Release);
@@ -143,45 +136,43 @@ fn add_mem(
 }
 
 /// Registers user memory (`ibv_reg_mr`).
-pub fn reg_user_mr(dev: &Device, mut a: RegUserMr<'_, crate::verbs::Rsiw>) -> Result<(Mr, u32)> {
-    count_up(&dev.num_mr, limits::MAX_MR)?;
-    let r = (|| {
-        if a.len == 0 {
-            return Err(EINVAL);
-        }
-        let umem = a.pinner.pin(a.start, a.len, a.access)?;
-        let mem = add_mem(
-            dev,
-            a.pd,
-            a.iova,
-            a.len,
-            a.access,
-            MemKind::User(umem),
-            false,
-        )?;
-        if a.udata.is_user() {
-            // `struct siw_ureq_reg_mr`: the STag key user space chose.
-            let mut req = [0u8; 8];
-            if let Err(e) = a.udata.request(&mut req) {
-                dev.mem_xa.erase(mem.index());
-                return Err(e);
-            }
-            mem.key.store(req[0] as u32, Ordering::Release);
-            let mut resp = [0u8; 8];
-            resp[..4].copy_from_slice(&mem.stag().to_ne_bytes());
-            if let Err(e) = a.udata.respond(&resp) {
-                dev.mem_xa.erase(mem.index());
-                return Err(e);
-            }
-        }
-        mem.valid.store(true, Ordering::Release);
-        let stag = mem.stag();
-        Ok((Mr { mem }, stag))
-    })();
-    if r.is_err() {
-        count_down(&dev.num_mr);
+pub fn reg_user_mr(
+    table: &Table,
+    quotas: &Arc<Quotas>,
+    mut a: RegUserMr<'_, Rsiw>,
+) -> Result<(Mr, u32)> {
+    let quota = Quota::take(quotas, Kind::Mr)?;
+    if a.len == 0 {
+        return Err(EINVAL);
     }
-    r
+    let umem = a.pinner.pin(a.start, a.len, a.access)?;
+    let mem = add_mem(
+        table,
+        a.pd,
+        a.iova,
+        a.len,
+        a.access,
+        MemKind::User(umem),
+        false,
+    )?;
+    if a.udata.is_user() {
+        // `struct siw_ureq_reg_mr`: the STag key user space chose.
+        let mut req = [0u8; 8];
+        if let Err(e) = a.udata.request(&mut req) {
+            table.erase(mem.index());
+            return Err(e);
+        }
+        mem.key.store(req[0] as u32, Ordering::Release);
+        let mut resp = [0u8; 8];
+        resp[..4].copy_from_slice(&mem.stag().to_ne_bytes());
+        if let Err(e) = a.udata.respond(&resp) {
+            table.erase(mem.index());
+            return Err(e);
+        }
+    }
+    mem.valid.store(true, Ordering::Release);
+    let stag = mem.stag();
+    Ok((Mr { mem, _quota: quota }, stag))
 }
 
 /// Whether memory registered with `access` is pinned for writing (the
@@ -198,9 +189,10 @@ fn writable(access: u32) -> bool {
 /// MR over freshly pinned pages, with a new STag index and the same key;
 /// the RDMA core then deregisters the old MR.
 pub fn rereg_user_mr(
-    dev: &Device,
+    table: &Table,
+    quotas: &Arc<Quotas>,
     old: &Mr,
-    a: ReregUserMr<'_, crate::verbs::Rsiw>,
+    a: ReregUserMr<'_, Rsiw>,
 ) -> Result<Option<(Mr, u32)>> {
     let MemKind::User(umem) = &old.mem.kind else {
         return Err(EINVAL);
@@ -216,64 +208,45 @@ pub fn rereg_user_mr(
     } else {
         (umem.start(), old.mem.len.get(), old.mem.va.get())
     };
-    count_up(&dev.num_mr, limits::MAX_MR)?;
-    let r = (|| {
-        if len == 0 {
-            return Err(EINVAL);
-        }
-        let umem = a.pinner.pin(start, len, access)?;
-        let mem = add_mem(dev, a.pd, iova, len, access, MemKind::User(umem), false)?;
-        mem.key
-            .store(old.mem.key.load(Ordering::Acquire), Ordering::Release);
-        mem.valid.store(true, Ordering::Release);
-        let stag = mem.stag();
-        Ok(Some((Mr { mem }, stag)))
-    })();
-    if r.is_err() {
-        count_down(&dev.num_mr);
+    let quota = Quota::take(quotas, Kind::Mr)?;
+    if len == 0 {
+        return Err(EINVAL);
     }
-    r
+    let umem = a.pinner.pin(start, len, access)?;
+    let mem = add_mem(table, a.pd, iova, len, access, MemKind::User(umem), false)?;
+    mem.key
+        .store(old.mem.key.load(Ordering::Acquire), Ordering::Release);
+    mem.valid.store(true, Ordering::Release);
+    let stag = mem.stag();
+    Ok(Some((Mr { mem, _quota: quota }, stag)))
 }
 
 /// A DMA MR for a kernel consumer.
-pub fn get_dma_mr(dev: &Device, pd: &Pd, acc: u32) -> Result<(Mr, u32)> {
-    count_up(&dev.num_mr, limits::MAX_MR)?;
-    match add_mem(dev, pd, 0, u64::MAX, acc, MemKind::Dma, true) {
-        Ok(mem) => {
-            let stag = mem.stag();
-            Ok((Mr { mem }, stag))
-        }
-        Err(e) => {
-            count_down(&dev.num_mr);
-            Err(e)
-        }
-    }
+pub fn get_dma_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, acc: u32) -> Result<(Mr, u32)> {
+    let quota = Quota::take(quotas, Kind::Mr)?;
+    let mem = add_mem(table, pd, 0, u64::MAX, acc, MemKind::Dma, true)?;
+    let stag = mem.stag();
+    Ok((Mr { mem, _quota: quota }, stag))
 }
 
 /// A fast-registration MR of up to `max` pages for a kernel consumer.
-pub fn alloc_mr(dev: &Device, pd: &Pd, max: u32) -> Result<(Mr, u32)> {
-    count_up(&dev.num_mr, limits::MAX_MR)?;
-    let r = (|| {
-        if max > limits::MAX_FRMR_PAGES {
-            return Err(ENOMEM);
-        }
-        let pages = KVec::from_elem(0u64, max as usize, GFP_KERNEL)?;
-        let pbl = KBox::pin_init(
-            crate::new_spinlock_irq!(Pbl {
-                pages,
-                n: 0,
-                page_size: 0
-            }),
-            GFP_KERNEL,
-        )?;
-        let mem = add_mem(dev, pd, 0, 0, 0, MemKind::Pbl(pbl), false)?;
-        let stag = mem.stag();
-        Ok((Mr { mem }, stag))
-    })();
-    if r.is_err() {
-        count_down(&dev.num_mr);
+pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Result<(Mr, u32)> {
+    let quota = Quota::take(quotas, Kind::Mr)?;
+    if max > limits::MAX_FRMR_PAGES {
+        return Err(ENOMEM);
     }
-    r
+    let pages = KVec::from_elem(0u64, max as usize, GFP_KERNEL)?;
+    let pbl = KBox::pin_init(
+        crate::new_spinlock_irq!(Pbl {
+            pages,
+            n: 0,
+            page_size: 0
+        }),
+        GFP_KERNEL,
+    )?;
+    let mem = add_mem(table, pd, 0, 0, 0, MemKind::Pbl(pbl), false)?;
+    let stag = mem.stag();
+    Ok((Mr { mem, _quota: quota }, stag))
 }
 
 impl Mr {
@@ -310,10 +283,10 @@ impl Mr {
 }
 
 /// Deregisters an MR: its STag stops working at once; the memory goes when
-/// the last work request using it lets go.
-pub fn dereg_mr(dev: &Device, mr: Mr) -> Result {
+/// the last work request using it lets go (the MR's quota goes back now).
+pub fn dereg_mr(table: &Table, mr: Mr) -> Result {
     mr.mem.valid.store(false, Ordering::Release);
-    dev.mem_xa.erase(mr.mem.index());
-    count_down(&dev.num_mr);
+    table.erase(mr.mem.index());
+    drop(mr);
     Ok(())
 }

@@ -2,7 +2,10 @@
 
 //! Queue pairs: creation with the shared SQ/RQ rings, the iWARP QP state
 //! machine (RTS only through the connection manager), flushing on error,
-//! and posting of kernel work requests.
+//! and posting of kernel work requests. The submodules hold the RDMA Read
+//! queues ([`orq`]) and the transmit ([`tx`]) and receive ([`rx`])
+//! engines; the connection manager is reached only through the
+//! [`Endpoint`] a connection holds.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::{
@@ -12,9 +15,14 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
+use crate::base::{
+    abi::{op, wc, wqe},
+    limits,
+    stats::{Counter, Stats},
+    Kind, Quota, Quotas, Rsiw,
+};
 use crate::cq::Cq;
-use crate::device::{count_down, count_up, limits, Device};
-use crate::kif::xarray::RcuXArray;
+use crate::kif::xarray::XArray;
 use crate::kif::{
     handle::QpHandle,
     ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
@@ -24,52 +32,15 @@ use crate::kif::{
     sync::SpinLockIrq,
     wr::{RecvWrs, SendKind, SendWrs},
 };
-use crate::mem::{access, Mem};
-use crate::qp_rx::RxState;
-use crate::qp_tx::{Irq, Orq, TxState, WrRef};
+use crate::mem::{self, access};
 use crate::srq::Srq;
-use crate::verbs::Rsiw;
+use orq::{Irq, Orq, WrRef};
+use rx::RxState;
+use tx::TxState;
 
-/// `enum siw_opcode`.
-#[allow(missing_docs)]
-pub mod op {
-    pub const WRITE: u8 = 0;
-    pub const READ: u8 = 1;
-    pub const READ_LOCAL_INV: u8 = 2;
-    pub const SEND: u8 = 3;
-    pub const SEND_WITH_IMM: u8 = 4;
-    pub const SEND_REMOTE_INV: u8 = 5;
-    pub const RECEIVE: u8 = 8;
-    pub const READ_RESPONSE: u8 = 9;
-    pub const INVAL_STAG: u8 = 10;
-    pub const REG_MR: u8 = 11;
-}
-
-/// `enum siw_wqe_flags`.
-#[allow(missing_docs)]
-pub mod wqe {
-    pub const VALID: u16 = 1;
-    pub const INLINE: u16 = 1 << 1;
-    pub const SIGNALLED: u16 = 1 << 2;
-    pub const SOLICITED: u16 = 1 << 3;
-    pub const READ_FENCE: u16 = 1 << 4;
-    pub const REM_INVAL: u16 = 1 << 5;
-}
-
-/// `enum siw_wc_status`.
-#[allow(missing_docs)]
-pub mod wc {
-    pub const SUCCESS: u16 = 0;
-    pub const LOC_LEN_ERR: u16 = 1;
-    pub const LOC_PROT_ERR: u16 = 2;
-    pub const LOC_QP_OP_ERR: u16 = 3;
-    pub const WR_FLUSH_ERR: u16 = 4;
-    pub const BAD_RESP_ERR: u16 = 5;
-    pub const LOC_ACCESS_ERR: u16 = 6;
-    pub const REM_ACCESS_ERR: u16 = 7;
-    pub const REM_INV_REQ_ERR: u16 = 8;
-    pub const GENERAL_ERR: u16 = 9;
-}
+pub mod orq;
+pub mod rx;
+pub mod tx;
 
 /// The iWARP QP states (RFC 5040 section 10 / verbs for iWARP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,9 +116,23 @@ pub struct QpInner {
     pub ord: u32,
     /// The Send or Write being transmitted (its slot is back in the SQ):
     /// whoever takes it completes it (the transmit work when the last
-    /// octet went to TCP, [`crate::qp_tx::flush_orq`] when the QP goes to
+    /// octet went to TCP, [`tx::flush_orq`] when the QP goes to
     /// error).
     pub active: Option<WrRef>,
+}
+
+/// What a QP's connection needs of the connection manager's endpoint
+/// (`cm::Cep` implements it): the control-path calls of the QP's
+/// transmit and receive sides into the CM.
+pub trait Endpoint: Send + Sync {
+    /// The receive path got the first FPDU of a peer-to-peer connection
+    /// (the initiator's RTR): the CM reports ESTABLISHED.
+    fn rtr_received(self: Arc<Self>);
+    /// The local side wants the connection closed (the QP left RTS).
+    fn request_close(self: Arc<Self>);
+    /// The RDMA connection is going down (`remote`: the peer closed or
+    /// reset it): the CM reports it.
+    fn close(self: Arc<Self>, remote: bool);
 }
 
 /// The MPA connection of a QP in RTS: its socket and what was negotiated.
@@ -181,7 +166,7 @@ pub struct Conn {
     /// first one arrived (RFC 5044 section 7.1.2).
     pub hold_tx: bool,
     /// The connection endpoint, which reports the close to the CM.
-    pub cep: Arc<crate::cm::Cep>,
+    pub cep: Arc<dyn Endpoint>,
     /// The CM id of the connection.
     pub id: crate::kif::iwcm::CmId,
 }
@@ -223,9 +208,9 @@ pub struct Qp {
     /// Sizes.
     pub caps: QpCaps,
     /// The device's memory objects by STag index (data path lookups).
-    pub mem_xa: Arc<RcuXArray<Mem>>,
+    pub mem_xa: mem::Table,
     /// The device's counters.
-    pub stats: Arc<crate::stats::Stats>,
+    pub stats: Arc<Stats>,
     /// The core QP (events, kernel completion token).
     pub handle: QpHandle,
     /// Mutable state.
@@ -277,6 +262,8 @@ pub struct Qp {
     /// The transmit work item.
     #[pin]
     tx_work: Work<Qp>,
+    /// Counts the QP against [`limits::MAX_QP`] while it lives.
+    _quota: Quota,
 }
 
 impl_has_work! {
@@ -287,8 +274,8 @@ impl WorkItem for Qp {
     type Pointer = Arc<Qp>;
 
     fn run(this: Arc<Qp>) {
-        this.stats.inc(crate::stats::Counter::TxWorkRuns);
-        crate::qp_tx::run(&this);
+        this.stats.inc(Counter::TxWorkRuns);
+        tx::run(&this);
     }
 }
 
@@ -304,21 +291,31 @@ fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32
 }
 
 impl Qp {
-    /// Creates an RC QP.
-    pub fn create(dev: &Device, a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
+    /// Creates an RC QP and gives it a number in `qps` (the device's QP
+    /// table); `mem_xa` and `stats` are the device's, the QP's data path
+    /// uses them.
+    pub fn create(
+        qps: &XArray<Qp>,
+        quotas: &Arc<Quotas>,
+        mem_xa: &mem::Table,
+        stats: &Arc<Stats>,
+        a: CreateQp<'_, Rsiw>,
+    ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if i.create_flags != 0 {
             return Err(crate::kif::eopnotsupp());
         }
-        count_up(&dev.num_qp, limits::MAX_QP)?;
-        let r = Self::build(dev, a);
-        if r.is_err() {
-            count_down(&dev.num_qp);
-        }
-        r
+        let quota = Quota::take(quotas, Kind::Qp)?;
+        Self::build(qps, mem_xa, stats, a, quota)
     }
 
-    fn build(dev: &Device, mut a: CreateQp<'_, Rsiw>) -> Result<(Arc<Self>, u32)> {
+    fn build(
+        qps: &XArray<Qp>,
+        mem_xa: &mem::Table,
+        stats: &Arc<Stats>,
+        mut a: CreateQp<'_, Rsiw>,
+        quota: Quota,
+    ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if !i.rc {
             return Err(crate::kif::eopnotsupp());
@@ -377,8 +374,8 @@ impl Qp {
                 kernel: !user,
                 sig_all: i.sig_all,
                 caps,
-                mem_xa: dev.mem_xa.clone(),
-                stats: dev.stats.clone(),
+                mem_xa: mem_xa.clone(),
+                stats: stats.clone(),
                 handle: a.handle.clone(),
                 state_now: AtomicU8::new(QpState::Idle as u8),
                 inner <- crate::new_spinlock_irq!(QpInner {
@@ -405,15 +402,16 @@ impl Qp {
                 orq <- crate::new_spinlock_irq!(Orq::new()),
                 irq <- crate::new_spinlock_irq!(Irq::new()),
                 tx_work <- new_work!("rsiw::qp_tx"),
+                _quota: quota,
             }),
             GFP_KERNEL,
         )?;
-        let id = dev.qp_xa.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
+        let id = qps.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
         qp.id.store(id, Ordering::Release);
         if user {
             let r = create_resp(id, caps.sq_size, caps.rq_size, sq_key, rq_key);
             if let Err(e) = a.udata.respond(&r) {
-                dev.qp_xa.erase(id);
+                qps.erase(id);
                 return Err(e);
             }
         }
@@ -585,7 +583,7 @@ impl Qp {
     /// Flushes every posted send element with a flush error.
     pub fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.
-        crate::qp_tx::flush_orq(self);
+        tx::flush_orq(self);
         loop {
             let i = {
                 let mut inner = self.inner.lock();
@@ -606,11 +604,11 @@ impl Qp {
     /// Flushes every posted receive element with a flush error.
     pub fn flush_rq(&self) {
         // The receive in progress (own RQ or SRQ) goes first.
-        crate::qp_rx::flush_active(self);
+        rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
         loop {
             // The consumer index is the receive side's (see
-            // `qp_rx::RxState`).
+            // `rx::RxState`).
             let Some(rqe) = rq.take(&mut self.rx.lock().rq_get) else {
                 break;
             };
@@ -651,8 +649,8 @@ impl Qp {
                     if !rx && self.tx_streaming.load(Ordering::Relaxed) {
                         self.schedule_tx_elsewhere();
                     } else {
-                        crate::qp_tx::run_answer(self, rx);
-                        self.stats.inc(crate::stats::Counter::TxDoorbellRuns);
+                        tx::run_answer(self, rx);
+                        self.stats.inc(Counter::TxDoorbellRuns);
                     }
                     Ok(())
                 }
@@ -747,7 +745,7 @@ impl Qp {
                     sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
                     sqe.rkey = key;
                     sqe.access = (acc & access::IWARP_MASK) as u64;
-                    // The region as the request sees it (see `qp_tx::reg_mr`).
+                    // The region as the request sees it (see `tx::reg_mr`).
                     // In `siw_sqe`, `access` shares its union with sge[0]:
                     // the values go into sge[1].
                     sqe.sge[1].addr = iova;
@@ -765,7 +763,7 @@ impl Qp {
             inner.sq_put = i.wrapping_add(1);
         }
         drop(inner);
-        crate::qp_tx::kick(self);
+        tx::kick(self);
         Ok(())
     }
 
@@ -858,7 +856,7 @@ impl Qp {
     /// the workqueue, after a TERMINATE or queued data went out).
     pub fn request_close(&self) {
         if let Some(c) = self.conn() {
-            c.cep.request_close();
+            c.cep.clone().request_close();
         }
     }
 
@@ -872,23 +870,24 @@ impl Qp {
     pub fn drop_conn(self: &Arc<Self>) {
         // A TERMINATE still queued goes out before the close (the transmit
         // work closes the connection itself once it is sent).
-        crate::qp_tx::run(self);
+        tx::run(self);
         let c = self.conn.lock().take();
         let tc = self.tx.lock().conn.take();
         drop(tc);
         if let Some(c) = c {
             c.sock.detach();
             c.sock.shutdown();
-            c.cep.close(false);
+            c.cep.clone().close(false);
         }
     }
 
-    /// Destroys the QP: error state, flush, unmap, forget the QP number.
-    pub fn destroy(self: Arc<Self>, dev: &Device) {
+    /// Destroys the QP: error state, flush, unmap, forget the QP number
+    /// (in `qps`, the device's QP table). Its quota goes back when the last
+    /// reference is dropped.
+    pub fn destroy(self: Arc<Self>, qps: &XArray<Qp>) {
         self.set_error();
         self.drop_conn();
         drop(core::mem::replace(&mut *self.mappings.lock(), KVec::new()));
-        dev.qp_xa.erase(self.id());
-        count_down(&dev.num_qp);
+        qps.erase(self.id());
     }
 }

@@ -8,23 +8,34 @@
 //!   kernel dependency; the same files build a host crate for fast tests.
 //! * [`kif`] is the kernel interface layer: thin safe wrappers over the RDMA
 //!   core, net devices and sockets. It is the only place with `unsafe`.
-//! * The driver proper ([`device`], [`verbs`], ...) is built on [`kif`] and
-//!   contains no `unsafe` and no raw bindings.
+//! * The driver proper is built on [`kif`] and [`wire`] and contains no
+//!   `unsafe` and no raw bindings. Its modules form layers, each using
+//!   only its own and lower ones (`tests/host/layers` checks it), top to
+//!   bottom:
+//!   - this file: the module (`module!`) and its state;
+//!   - [`verbs`]: the `ib_device` operations, dispatched to the layers
+//!     below;
+//!   - [`device`]: the device, its object tables, links, net device events;
+//!   - [`cm`]: connection endpoints and listeners;
+//!   - [`qp`]: queue pairs, their state machine, posting, the RDMA Read
+//!     queues and the transmit and receive engines;
+//!   - [`cq`], [`srq`]: completion queues, shared receive queues;
+//!   - [`mem`]: memory registration, and memory access by the data path;
+//!   - [`base`]: the driver type, user contexts, PDs, limits, object
+//!     quotas, counters and the siw ABI constants.
 
 #![recursion_limit = "256"]
 
 use kernel::{c_str, prelude::*};
 
+pub mod base;
 pub mod cm;
 pub mod cq;
 pub mod device;
 pub mod kif;
 pub mod mem;
 pub mod qp;
-pub mod qp_rx;
-pub mod qp_tx;
 pub mod srq;
-pub mod stats;
 pub mod verbs;
 pub mod wire;
 

@@ -5,7 +5,7 @@
 
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
-use crate::device::{count_down, count_up, limits, Device};
+use crate::base::{limits, Kind, Quota, Quotas, Rsiw};
 use crate::kif::{
     handle::SrqHandle,
     ib::{CreateSrq, SrqAttr},
@@ -13,7 +13,6 @@ use crate::kif::{
     sync::SpinLockIrq,
     wr::RecvWrs,
 };
-use crate::verbs::Rsiw;
 
 /// Mutable SRQ state.
 struct SrqState {
@@ -34,6 +33,8 @@ pub struct Srq {
     handle: SrqHandle,
     #[pin]
     mapping: Mutex<Option<UserMapping>>,
+    /// Counts the SRQ against [`limits::MAX_SRQ`] while it lives.
+    _quota: Quota,
 }
 
 /// `struct siw_uresp_create_srq`.
@@ -46,51 +47,46 @@ fn create_resp(n: u32, key: u64) -> [u8; 16] {
 
 impl Srq {
     /// Creates an SRQ.
-    pub fn create(dev: &Device, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
+    pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
         if !a.basic {
             return Err(crate::kif::eopnotsupp());
         }
-        count_up(&dev.num_srq, limits::MAX_SRQ)?;
-        let r = (|| {
-            let at = a.attr;
-            if at.max_wr == 0
-                || at.max_wr > limits::MAX_SRQ_WR
-                || at.max_sge > MAX_SGE as u32
-                || at.limit > at.max_wr
-            {
-                return Err(EINVAL);
-            }
-            let user = a.user.is_some();
-            let ring = Ring::<Rqe>::new(at.max_wr, 0, user)?;
-            let mapping = match &a.user {
-                Some(u) => {
-                    let (m, key) = u.map(ring.mem())?;
-                    a.udata.respond(&create_resp(ring.len(), key))?;
-                    Some(m)
-                }
-                None => None,
-            };
-            Arc::pin_init(
-                pin_init!(Self {
-                    ring,
-                    max_sge: at.max_sge,
-                    kernel: !user,
-                    st <- crate::new_spinlock_irq!(SrqState {
-                        put: 0,
-                        get: 0,
-                        limit: at.limit,
-                        armed: at.limit != 0,
-                    }),
-                    handle: a.handle.clone(),
-                    mapping <- new_mutex!(mapping),
-                }),
-                GFP_KERNEL,
-            )
-        })();
-        if r.is_err() {
-            count_down(&dev.num_srq);
+        let quota = Quota::take(quotas, Kind::Srq)?;
+        let at = a.attr;
+        if at.max_wr == 0
+            || at.max_wr > limits::MAX_SRQ_WR
+            || at.max_sge > MAX_SGE as u32
+            || at.limit > at.max_wr
+        {
+            return Err(EINVAL);
         }
-        r
+        let user = a.user.is_some();
+        let ring = Ring::<Rqe>::new(at.max_wr, 0, user)?;
+        let mapping = match &a.user {
+            Some(u) => {
+                let (m, key) = u.map(ring.mem())?;
+                a.udata.respond(&create_resp(ring.len(), key))?;
+                Some(m)
+            }
+            None => None,
+        };
+        Arc::pin_init(
+            pin_init!(Self {
+                ring,
+                max_sge: at.max_sge,
+                kernel: !user,
+                st <- crate::new_spinlock_irq!(SrqState {
+                    put: 0,
+                    get: 0,
+                    limit: at.limit,
+                    armed: at.limit != 0,
+                }),
+                handle: a.handle.clone(),
+                mapping <- new_mutex!(mapping),
+                _quota: quota,
+            }),
+            GFP_KERNEL,
+        )
     }
 
     /// Changes the limit (resizing is not supported, as in siw).
@@ -161,9 +157,9 @@ impl Srq {
         true
     }
 
-    /// Destroys the SRQ.
-    pub fn destroy(&self, dev: &Device) {
+    /// Destroys the SRQ. (Its quota goes back when the last reference,
+    /// the QPs' included, is dropped.)
+    pub fn destroy(&self) {
         drop(self.mapping.lock().take());
-        count_down(&dev.num_srq);
     }
 }

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Control-path verbs: device and port queries, user contexts and
-//! protection domains, with the siw user ABI (`siw-abi.h`) responses.
+//! The verbs: rsiw's `ib_device` operations (the `kif::ib::Driver`
+//! implementation of [`Rsiw`]), dispatched to the layers below; device
+//! and port queries, user contexts and protection domains are answered
+//! here, with the siw user ABI (`siw-abi.h`) responses.
 
 use kernel::prelude::*;
 
 use kernel::sync::Arc;
 
+use crate::base::{eui64, limits, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID};
 use crate::cq::Cq;
-use crate::device::{count_down, count_up, limits, Device, VENDOR_ID};
+use crate::device::Device;
 use crate::kif::{
     handle::QpHandle,
     ib::{
@@ -24,18 +27,6 @@ use crate::kif::{
 use crate::mem::{self, Mr};
 use crate::qp::Qp;
 use crate::srq::Srq;
-
-/// The rsiw driver as the RDMA core sees it.
-pub struct Rsiw;
-
-/// A user context.
-pub struct Ucontext;
-
-/// A protection domain.
-pub struct Pd {
-    /// Id, unique per device (memory and QPs remember their PD by it).
-    pub id: u32,
-}
 
 /// `struct siw_uresp_alloc_ctx`: the device id and 4 octets of padding.
 fn alloc_ctx_resp(dev_id: u32) -> [u8; 8] {
@@ -53,7 +44,7 @@ impl Driver for Rsiw {
         DeviceCaps {
             vendor_id: VENDOR_ID,
             vendor_part_id: dev.dev_id,
-            sys_image_guid: crate::device::eui64(dev.mac),
+            sys_image_guid: eui64(dev.mac),
             max_mr_size: u64::MAX,
             page_size_cap: kernel::page::PAGE_SIZE as u64,
             max_qp: limits::MAX_QP,
@@ -90,29 +81,31 @@ impl Driver for Rsiw {
     }
 
     fn alloc_ucontext(dev: &Device, resp: &mut Udata<'_>) -> Result<Ucontext> {
-        count_up(&dev.num_ctx, limits::MAX_CONTEXT)?;
-        if let Err(e) = resp.respond(&alloc_ctx_resp(dev.dev_id)) {
-            count_down(&dev.num_ctx);
-            return Err(e);
-        }
-        Ok(Ucontext)
+        let uctx = Ucontext {
+            quota: Quota::take(&dev.quotas, Kind::Ctx)?,
+        };
+        resp.respond(&alloc_ctx_resp(dev.dev_id))?;
+        Ok(uctx)
     }
 
-    fn dealloc_ucontext(dev: &Device, _uctx: Ucontext) {
-        count_down(&dev.num_ctx);
+    fn dealloc_ucontext(_dev: &Device, uctx: Ucontext) {
+        // Its quota goes back with it.
+        drop(uctx);
     }
 
     fn alloc_pd(dev: &Device) -> Result<Pd> {
-        count_up(&dev.num_pd, limits::MAX_PD)?;
+        let quota = Quota::take(&dev.quotas, Kind::Pd)?;
         Ok(Pd {
             id: dev
                 .next_pd_id
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            quota,
         })
     }
 
-    fn dealloc_pd(dev: &Device, _pd: Pd) {
-        count_down(&dev.num_pd);
+    fn dealloc_pd(_dev: &Device, pd: Pd) {
+        // Its quota goes back with it.
+        drop(pd);
     }
 
     type Cq = Cq;
@@ -121,11 +114,11 @@ impl Driver for Rsiw {
     type Mr = Mr;
 
     fn create_cq(dev: &Device, args: CreateCq<'_>) -> Result<Arc<Cq>> {
-        Cq::create(dev, args)
+        Cq::create(&dev.quotas, args)
     }
 
-    fn destroy_cq(dev: &Device, cq: Arc<Cq>) {
-        cq.destroy(dev);
+    fn destroy_cq(_dev: &Device, cq: Arc<Cq>) {
+        cq.destroy();
     }
 
     fn poll_cq(cq: &Cq, max: usize, f: &mut dyn FnMut(&Cqe)) {
@@ -137,7 +130,7 @@ impl Driver for Rsiw {
     }
 
     fn create_qp(dev: &Device, args: CreateQp<'_, Self>) -> Result<(Arc<Qp>, u32)> {
-        Qp::create(dev, args)
+        Qp::create(&dev.qp_xa, &dev.quotas, &dev.mem_xa, &dev.stats, args)
     }
 
     fn modify_qp(qp: &Arc<Qp>, m: &QpModify) -> Result {
@@ -149,7 +142,7 @@ impl Driver for Rsiw {
     }
 
     fn destroy_qp(dev: &Device, qp: Arc<Qp>) {
-        qp.destroy(dev)
+        qp.destroy(&dev.qp_xa)
     }
 
     fn post_send(qp: &Arc<Qp>, wrs: &mut SendWrs<'_>) -> Result {
@@ -161,7 +154,7 @@ impl Driver for Rsiw {
     }
 
     fn create_srq(dev: &Device, args: CreateSrq<'_, Self>) -> Result<Arc<Srq>> {
-        Srq::create(dev, args)
+        Srq::create(&dev.quotas, args)
     }
 
     fn modify_srq(srq: &Srq, max_wr: Option<u32>, limit: Option<u32>) -> Result {
@@ -172,8 +165,8 @@ impl Driver for Rsiw {
         srq.query()
     }
 
-    fn destroy_srq(dev: &Device, srq: Arc<Srq>) {
-        srq.destroy(dev)
+    fn destroy_srq(_dev: &Device, srq: Arc<Srq>) {
+        srq.destroy()
     }
 
     fn post_srq_recv(srq: &Srq, wrs: &mut RecvWrs<'_>) -> Result {
@@ -181,15 +174,15 @@ impl Driver for Rsiw {
     }
 
     fn reg_user_mr(dev: &Device, args: RegUserMr<'_, Self>) -> Result<(Mr, u32)> {
-        mem::reg_user_mr(dev, args)
+        mem::reg_user_mr(&dev.mem_xa, &dev.quotas, args)
     }
 
     fn get_dma_mr(dev: &Device, pd: &Pd, access: u32) -> Result<(Mr, u32)> {
-        mem::get_dma_mr(dev, pd, access)
+        mem::get_dma_mr(&dev.mem_xa, &dev.quotas, pd, access)
     }
 
     fn alloc_mr(dev: &Device, pd: &Pd, max_pages: u32) -> Result<(Mr, u32)> {
-        mem::alloc_mr(dev, pd, max_pages)
+        mem::alloc_mr(&dev.mem_xa, &dev.quotas, pd, max_pages)
     }
 
     fn map_mr_begin(mr: &Mr) -> Result {
@@ -209,22 +202,24 @@ impl Driver for Rsiw {
         old: &Mr,
         args: ReregUserMr<'_, Self>,
     ) -> Result<Option<(Mr, u32)>> {
-        mem::rereg_user_mr(dev, old, args)
+        mem::rereg_user_mr(&dev.mem_xa, &dev.quotas, old, args)
     }
 
     fn dereg_mr(dev: &Device, mr: Mr) -> Result {
-        mem::dereg_mr(dev, mr)
+        mem::dereg_mr(&dev.mem_xa, mr)
     }
 
     type Listener = crate::cm::Listener;
     type Cep = crate::cm::Cep;
 
     fn iw_connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
-        crate::cm::connect(dev, id, p)
+        let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+        crate::cm::connect(qp, id, p)
     }
 
     fn iw_accept(dev: &Device, cep: Arc<Self::Cep>, id: CmId, p: ConnParam) -> Result {
-        crate::cm::accept(dev, cep, id, p)
+        let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
+        crate::cm::accept(qp, cep, id, p)
     }
 
     fn iw_reject(cep: Arc<Self::Cep>, pdata: &[u8]) -> Result {
@@ -232,7 +227,7 @@ impl Driver for Rsiw {
     }
 
     fn iw_create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Self::Listener>> {
-        crate::cm::create_listen(dev, id, backlog)
+        crate::cm::create_listen(dev.ifindex, id, backlog)
     }
 
     fn iw_destroy_listen(l: Arc<Self::Listener>) {
@@ -243,7 +238,7 @@ impl Driver for Rsiw {
         dev.qp_xa.get(qpn).map(|q| q.handle.clone())
     }
 
-    const STATS: &'static StatDescs = &crate::stats::NAMES;
+    const STATS: &'static StatDescs = &crate::base::stats::NAMES;
 
     fn read_stats(dev: &Device, out: &mut [u64]) {
         dev.stats.read(out);

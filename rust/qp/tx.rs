@@ -7,7 +7,8 @@
 //! Order of work in [`run`]: a pending TERMINATE first, then queued Read
 //! Responses (IRQ), then the send queue in order. A message is cut into
 //! DDP segments of at most MULPDU octets by the wire core's [`TxBatch`];
-//! up to [`BATCH_BUDGET`] octets (or [`MAX_PIECES`] kvec pieces) of FPDUs
+//! up to [`BATCH_BUDGET`](emit::BATCH_BUDGET) octets (or
+//! [`MAX_PIECES`](emit::MAX_PIECES) kvec pieces) of FPDUs
 //! go into one [`crate::kif::sock::Socket::send`]. Payload is sent straight
 //! from the pinned pages; ULPDU_Length, headers, markers, PAD and CRC are
 //! written into a small scratch area. When TCP takes only part of a batch,
@@ -17,11 +18,12 @@
 //! Send queue slots: as in siw, a work request's slot goes back to the
 //! producer as soon as the transmit side took its copy (libsiw rings the
 //! doorbell only when the slot before its new work is free). A Send or
-//! Write is then the "active" work request (kept in the [`Orq`] so that a
-//! flush from any context can complete it) and completes when its last
-//! octet went to TCP; an RDMA Read moves to the ORQ before its Read Request
-//! is sent and completes when the Read Response arrives. Local operations
-//! (invalidate, fast registration) complete at once.
+//! Write is then the "active" work request (kept in the
+//! [`Orq`](super::orq::Orq) so that a flush from any context can complete
+//! it) and completes when its last octet went to TCP; an RDMA Read moves
+//! to the ORQ before its Read Request is sent and completes when the Read
+//! Response arrives. Local operations (invalidate, fast registration)
+//! complete at once.
 
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -32,446 +34,32 @@ use kernel::{
     },
 };
 
-use crate::device::limits;
+use super::orq::{Fifo, IrqEntry, OrqEntry, TermMsg, WrRef, TERM_MAX};
+use super::{Conn, Qp, QpState};
+use crate::base::abi::{op, wc, wqe};
+use crate::base::limits;
+use crate::base::stats::Counter;
 use crate::kif::{
     handle::QpEvent,
-    mem::{kernel_slice, kernel_write},
     queue::{Sge, Sqe, MAX_INLINE, MAX_SGE},
-    xarray::LookupCache,
 };
-use crate::mem::{access, Mem, MemKind};
-use crate::qp::{op, wc, wqe, Conn, Qp, QpState};
-use crate::stats::{Counter, Stats};
+use crate::mem::access::{self, check_mem, lookup_inval, lookup_stag, MemFault, StagCache};
+use crate::mem::{Mem, MemKind};
 use crate::wire::{
-    crc::{crc_to_wire, Crc32c},
     error::{ProtocolError, RdmapError},
-    markers::MARKER_PAYLOAD_SPAN,
-    mpa::{MpaMode, LARGE_FPDU_PAYLOAD},
+    mpa::MpaMode,
     rdmap::{Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
     term::build_terminate,
-    tx::{frame_plain_head, Segment, Segmenter, TxBatch, TxPiece, PLAIN_TAIL_MAX},
+    tx::Segmenter,
 };
 
-/// Largest number of octets handed to TCP in one send call.
-pub const BATCH_BUDGET: u32 = 64 * 1024;
-/// The same towards a peer that takes large FPDUs: two full FPDUs of
-/// [`LARGE_FPDU_PAYLOAD`] with their headers, PAD and CRC.
-const LARGE_BATCH_BUDGET: u32 = 2 * (LARGE_FPDU_PAYLOAD + 64);
+pub mod emit;
+
 /// Largest message whose doorbell may hand the transmission to a worker
 /// on another CPU (see `Qp::post_send`).
 const HANDOFF_MAX: u32 = 16 * 1024;
-/// Largest number of kvec pieces of one send call (the socket's limit).
-pub const MAX_PIECES: usize = 32;
 /// Scratch octets for ULPDU_Length, headers, markers, PAD and CRC fields.
 const SCRATCH: usize = 2048;
-/// Payload cap per FPDU with markers, so that one FPDU's pieces always fit
-/// one send call (each marker may split the payload).
-const MARKER_FPDU_PAYLOAD: u32 = 8 * MARKER_PAYLOAD_SPAN;
-/// Largest TERMINATE ULPDU: header (22), DDP segment length (2) and a
-/// copied Read Request header (46).
-const TERM_MAX: usize = 72;
-/// Header buffer size (the largest DDP/RDMAP header or TERMINATE ULPDU).
-const HDR_MAX: usize = TERM_MAX;
-
-// ---------------------------------------------------------------------------
-// Memory access shared with the receive side.
-// ---------------------------------------------------------------------------
-
-/// Why a memory reference was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MemFault {
-    /// Unknown, stale (key mismatch) or invalidated STag.
-    Stag,
-    /// The memory belongs to another protection domain.
-    Pd,
-    /// The access right is missing.
-    Access,
-    /// The range is outside the memory object.
-    Bounds,
-}
-
-/// The last STag index one side of a QP looked up: the next message
-/// usually names the same memory (a hit skips the xarray walk, which is
-/// four levels deep for random STag indices).
-pub(crate) type StagCache = LookupCache<Mem>;
-
-/// The memory object an STag names (index and key), if any.
-pub(crate) fn lookup_stag(qp: &Qp, stag: u32, cache: &mut StagCache) -> Option<Arc<Mem>> {
-    let mem = qp.mem_xa.get_cached(stag >> 8, cache)?;
-    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
-        return None;
-    }
-    Some(mem)
-}
-
-/// The memory object an invalidation (Send with Invalidate, Local
-/// Invalidate, Read with Local Invalidate) names: index *and* key must
-/// match (a stale STag of an earlier registration cycle names nothing and
-/// must leave the current registration alone), and the memory must belong
-/// to the QP's PD. Errors: [`MemFault::Stag`] (unknown or stale) or
-/// [`MemFault::Pd`].
-pub(crate) fn lookup_inval(qp: &Qp, stag: u32) -> core::result::Result<Arc<Mem>, MemFault> {
-    let mem = qp.mem_xa.get(stag >> 8).ok_or(MemFault::Stag)?;
-    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
-        return Err(MemFault::Stag);
-    }
-    if mem.pd_id != qp.pd_id {
-        return Err(MemFault::Pd);
-    }
-    Ok(mem)
-}
-
-/// Checks validity, PD, access rights `need` and bounds of `[addr, addr +
-/// len)` of `mem` for `qp`.
-pub(crate) fn check_mem(
-    qp: &Qp,
-    mem: &Mem,
-    addr: u64,
-    len: u64,
-    need: u32,
-) -> core::result::Result<(), MemFault> {
-    if !mem.valid.load(Ordering::Acquire) {
-        return Err(MemFault::Stag);
-    }
-    if mem.pd_id != qp.pd_id {
-        return Err(MemFault::Pd);
-    }
-    if mem.access.load(Ordering::Acquire) & need != need {
-        return Err(MemFault::Access);
-    }
-    let va = mem.va.get();
-    let end = addr.checked_add(len).ok_or(MemFault::Bounds)?;
-    if addr < va || end > va.saturating_add(mem.len.get()) {
-        return Err(MemFault::Bounds);
-    }
-    Ok(())
-}
-
-/// Kernel address and contiguous length of `addr` in a fast-registration
-/// page list.
-fn pbl_addr(
-    mem: &Mem,
-    p: &crate::kif::sync::SpinLockIrq<crate::mem::Pbl>,
-    addr: u64,
-) -> Result<(u64, u64)> {
-    let pbl = p.lock();
-    let ps = u64::from(pbl.page_size);
-    if ps == 0 {
-        return Err(EFAULT);
-    }
-    let va = mem.va.get();
-    let pos = (va % ps)
-        .checked_add(addr.checked_sub(va).ok_or(EFAULT)?)
-        .ok_or(EFAULT)?;
-    let idx = usize::try_from(pos / ps).map_err(|_| EFAULT)?;
-    if idx >= pbl.n {
-        return Err(EFAULT);
-    }
-    let page = *pbl.pages.get(idx).ok_or(EFAULT)?;
-    let in_pg = pos % ps;
-    Ok((page.checked_add(in_pg).ok_or(EFAULT)?, ps - in_pg))
-}
-
-/// A contiguous read-only piece of `mem` starting at `addr`, at most `max`
-/// octets (less at a page boundary). The caller checked the bounds.
-pub(crate) fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
-    if max == 0 {
-        return Ok(&[]);
-    }
-    match &mem.kind {
-        MemKind::User(u) => {
-            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
-            u.slice(usize::try_from(off).map_err(|_| EFAULT)?, max as usize)
-        }
-        MemKind::Dma => kernel_slice(mem, addr, max as usize),
-        MemKind::Pbl(p) => {
-            let (ka, room) = pbl_addr(mem, p, addr)?;
-            let n = u64::from(max).min(room) as usize;
-            kernel_slice(mem, ka, n)
-        }
-    }
-}
-
-/// Copies `data` into `mem` at `addr`. The caller checked the bounds.
-pub(crate) fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
-    if data.is_empty() {
-        return Ok(());
-    }
-    match &mem.kind {
-        MemKind::User(u) => {
-            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
-            let off = usize::try_from(off).map_err(|_| EFAULT)?;
-            u.with_range(off, data.len(), |dst, pos| {
-                let src = pos
-                    .checked_add(dst.len())
-                    .and_then(|end| data.get(pos..end))
-                    .ok_or(EFAULT)?;
-                dst.copy_from_slice(src);
-                Ok(())
-            })
-        }
-        MemKind::Dma => kernel_write(addr, data),
-        MemKind::Pbl(p) => {
-            let mut done = 0usize;
-            while done < data.len() {
-                let a = addr.checked_add(done as u64).ok_or(EFAULT)?;
-                let (ka, room) = pbl_addr(mem, p, a)?;
-                let n = ((data.len() - done) as u64).min(room) as usize;
-                let src = data.get(done..done + n).ok_or(EFAULT)?;
-                kernel_write(ka, src)?;
-                done += n;
-            }
-            Ok(())
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// ORQ and IRQ.
-// ---------------------------------------------------------------------------
-
-/// A bounded first-in first-out queue whose capacity (ORD or IRD) is set
-/// when the connection starts; none before.
-pub struct Fifo<T> {
-    ents: KVec<Option<T>>,
-    head: usize,
-    len: usize,
-}
-
-impl<T> Fifo<T> {
-    /// A queue without capacity.
-    pub const fn new() -> Self {
-        Self {
-            ents: KVec::new(),
-            head: 0,
-            len: 0,
-        }
-    }
-
-    /// An empty queue of `cap` slots.
-    fn with_capacity(cap: usize) -> Result<Self> {
-        let mut ents = KVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
-            ents.push(None, GFP_KERNEL)?;
-        }
-        Ok(Self {
-            ents,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Queued entries.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Slots in all.
-    fn capacity(&self) -> usize {
-        self.ents.len()
-    }
-
-    /// The oldest entry.
-    fn head_mut(&mut self) -> Option<&mut T> {
-        if self.len == 0 {
-            return None;
-        }
-        self.ents.get_mut(self.head).and_then(|e| e.as_mut())
-    }
-
-    /// Removes the oldest entry.
-    fn pop(&mut self) -> Option<T> {
-        if self.len == 0 {
-            return None;
-        }
-        let cap = self.ents.len();
-        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
-        self.head = (self.head + 1) % cap.max(1);
-        self.len -= 1;
-        e
-    }
-
-    /// Appends `e`; gives it back when the queue is full.
-    fn push(&mut self, e: T) -> core::result::Result<(), T> {
-        let cap = self.ents.len();
-        if self.len >= cap {
-            return Err(e);
-        }
-        let i = (self.head + self.len) % cap;
-        match self.ents.get_mut(i) {
-            Some(slot) => {
-                *slot = Some(e);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(e),
-        }
-    }
-}
-
-/// An outbound RDMA Read awaiting its Read Response.
-#[derive(Clone)]
-pub struct OrqEntry {
-    /// Work request id.
-    pub id: u64,
-    /// Work request flags.
-    pub flags: u16,
-    /// `op::READ` or `op::READ_LOCAL_INV`.
-    pub opcode: u8,
-    /// The sink SGE (STag = lkey, TO = address).
-    pub sink: Sge,
-    /// The sink memory (none for a zero-length Read).
-    pub mem: Option<Arc<Mem>>,
-    /// Octets of the response placed so far.
-    pub placed: u32,
-}
-
-impl OrqEntry {
-    /// What its completion needs.
-    pub fn wr(&self) -> WrRef {
-        WrRef {
-            id: self.id,
-            flags: self.flags,
-            opcode: self.opcode,
-        }
-    }
-}
-
-/// Outbound RDMA Reads awaiting their Read Response (at most ORD).
-pub struct Orq {
-    q: Fifo<OrqEntry>,
-    /// The transmit work stopped at a Read (ORD reached) or a fenced work
-    /// request: the Read Response that frees a slot wakes it.
-    stalled: bool,
-}
-
-/// What a completion needs of a work request whose slot was given back.
-#[derive(Clone, Copy, Debug)]
-pub struct WrRef {
-    /// Work request id.
-    pub id: u64,
-    /// Work request flags.
-    pub flags: u16,
-    /// Opcode.
-    pub opcode: u8,
-}
-
-impl WrRef {
-    /// The reference of a send queue element.
-    pub fn of(sqe: &Sqe) -> Self {
-        Self {
-            id: sqe.id,
-            flags: sqe.flags,
-            opcode: sqe.opcode,
-        }
-    }
-}
-
-impl<T> Default for Fifo<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Default for Orq {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Default for Irq {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Orq {
-    /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
-        Self {
-            q: Fifo::new(),
-            stalled: false,
-        }
-    }
-
-    /// Removes the oldest outstanding Read; also says whether the
-    /// transmit work waits for that (see `stalled`).
-    pub fn pop_wake(&mut self) -> (Option<OrqEntry>, bool) {
-        let e = self.pop();
-        (e, core::mem::take(&mut self.stalled))
-    }
-
-    /// Outstanding Reads.
-    pub fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    /// Whether no Read is outstanding.
-    pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-
-    /// The oldest outstanding Read.
-    pub fn head_mut(&mut self) -> Option<&mut OrqEntry> {
-        self.q.head_mut()
-    }
-
-    /// Removes the oldest outstanding Read.
-    pub fn pop(&mut self) -> Option<OrqEntry> {
-        self.q.pop()
-    }
-}
-
-/// An inbound RDMA Read Request to answer.
-#[derive(Clone, Copy, Debug)]
-pub struct IrqEntry {
-    /// The request.
-    pub rr: ReadRequest,
-    /// Its MSN (for the copied header of a TERMINATE).
-    pub msn: u32,
-}
-
-/// A TERMINATE ULPDU waiting to be sent.
-#[derive(Clone, Copy)]
-pub struct TermMsg {
-    buf: [u8; TERM_MAX],
-    len: u8,
-}
-
-/// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
-/// the receive side (softirq) passes to the transmit work.
-pub struct Irq {
-    q: Fifo<IrqEntry>,
-    /// A response is being sent (it still takes an IRD slot).
-    active: bool,
-    /// A TERMINATE to send, then the QP goes to error.
-    term: Option<TermMsg>,
-}
-
-impl Irq {
-    /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
-        Self {
-            q: Fifo::new(),
-            active: false,
-            term: None,
-        }
-    }
-
-    /// Queues a Read Request; `false` when IRD is exhausted.
-    pub fn push(&mut self, e: IrqEntry) -> bool {
-        // As siw: the response being sent does not count (it left the
-        // queue), so a peer may see IRD + 1 accepted; this also covers the
-        // peer's next Read Request overtaking our bookkeeping of the
-        // response whose last octet just went out.
-        self.q.push(e).is_ok()
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Transmit state.
@@ -494,7 +82,7 @@ enum Src {
 /// What a job is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Send or Write (the active work request, see [`Orq`]).
+    /// Send or Write (the active work request, see [`Orq`](super::orq::Orq)).
     Wr,
     /// RDMA Read Request (already in the ORQ).
     ReadReq,
@@ -733,7 +321,7 @@ pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
     if qp.llp_closed.load(Ordering::Relaxed) && qp.llp_closed.swap(false, Ordering::AcqRel) {
         // The close drops the connection, which runs this function again.
         drop(tx);
-        crate::qp_rx::llp_closed(qp);
+        super::rx::llp_closed(qp);
         return;
     }
     if tx.conn.is_none() || !tx.started {
@@ -791,7 +379,7 @@ pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
                 qp.tx_streaming.store(streaming, Ordering::Relaxed);
             }
         }
-        match send_batch(&mut tx, &qp.stats, queued) {
+        match emit::send_batch(&mut tx, &qp.stats, queued) {
             Ok(true) => {
                 // Dropped in place: a job is a few hundred octets.
                 let Some((kind, total)) = tx.job.as_ref().map(|j| (j.kind, j.total)) else {
@@ -951,8 +539,8 @@ fn resolve_sgl(
         if s.length == 0 {
             continue;
         }
-        let mem = lookup_stag(qp, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
-        check_mem(qp, &mem, s.addr, u64::from(s.length), need).map_err(fault_status)?;
+        let mem = lookup_stag(&qp.mem_xa, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
+        check_mem(&mem, qp.pd_id, s.addr, u64::from(s.length), need).map_err(fault_status)?;
         if let Some(slot) = mems.get_mut(k) {
             *slot = Some(mem);
         }
@@ -1049,10 +637,16 @@ fn read_response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
     let check = if rr.size == 0 {
         Ok(())
     } else {
-        match lookup_stag(qp, rr.src_stag, &mut tx.stags) {
+        match lookup_stag(&qp.mem_xa, rr.src_stag, &mut tx.stags) {
             None => Err(RdmapError::InvalidStag),
             Some(mem) => {
-                match check_mem(qp, &mem, rr.src_to, u64::from(rr.size), access::REMOTE_READ) {
+                match check_mem(
+                    &mem,
+                    qp.pd_id,
+                    rr.src_to,
+                    u64::from(rr.size),
+                    access::REMOTE_READ,
+                ) {
                     Ok(()) => {
                         const NONE: Option<Arc<Mem>> = None;
                         let mut mems = [NONE; MAX_SGE];
@@ -1184,7 +778,7 @@ fn sq_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         }
         op::READ | op::READ_LOCAL_INV => read_request_job(qp, tx, idx, sqe),
         op::INVAL_STAG => {
-            let ok = match lookup_inval(qp, sqe.rkey) {
+            let ok = match lookup_inval(&qp.mem_xa, qp.pd_id, sqe.rkey) {
                 Ok(mem) => {
                     mem.valid.store(false, Ordering::Release);
                     true
@@ -1261,7 +855,7 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
     };
     let mut mem = None;
     if sink.length > 0 {
-        let m = match lookup_stag(qp, sink.lkey, &mut tx.stags) {
+        let m = match lookup_stag(&qp.mem_xa, sink.lkey, &mut tx.stags) {
             Some(m) => m,
             None => {
                 local_error(qp, idx, &sqe, wc::LOC_PROT_ERR);
@@ -1269,8 +863,8 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
             }
         };
         if let Err(f) = check_mem(
-            qp,
             &m,
+            qp.pd_id,
             sink.addr,
             u64::from(sink.length),
             access::LOCAL_WRITE,
@@ -1333,409 +927,4 @@ fn read_request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next 
         });
         Next::Ready
     }
-}
-
-// ---------------------------------------------------------------------------
-// Framing and sending.
-// ---------------------------------------------------------------------------
-
-/// One kvec piece of a batch under construction.
-#[derive(Clone, Copy)]
-enum Piece<'a> {
-    /// Scratch octets `start..end`.
-    Scratch(usize, usize),
-    /// Payload octets.
-    Data(&'a [u8]),
-}
-
-/// Collects the pieces of one send call.
-struct Pieces<'a> {
-    p: [Piece<'a>; MAX_PIECES],
-    n: usize,
-    /// Scratch octets used.
-    s: usize,
-}
-
-impl<'a> Pieces<'a> {
-    fn push(&mut self, piece: Piece<'a>) -> Result {
-        // Merge adjacent scratch ranges into one kvec.
-        if let (Piece::Scratch(a, b), Some(Piece::Scratch(_, end))) =
-            (piece, self.n.checked_sub(1).and_then(|i| self.p.get_mut(i)))
-        {
-            if *end == a {
-                *end = b;
-                return Ok(());
-            }
-        }
-        let slot = self.p.get_mut(self.n).ok_or(ENOSPC)?;
-        *slot = piece;
-        self.n += 1;
-        Ok(())
-    }
-
-    /// Appends `bytes` to the scratch area and as a piece.
-    fn scratch(&mut self, scratch: &mut [u8], bytes: &[u8]) -> Result {
-        let end = self.s.checked_add(bytes.len()).ok_or(ENOSPC)?;
-        scratch
-            .get_mut(self.s..end)
-            .ok_or(ENOSPC)?
-            .copy_from_slice(bytes);
-        let start = self.s;
-        self.s = end;
-        self.push(Piece::Scratch(start, end))
-    }
-}
-
-/// A slice of the payload of `job` at message offset `off`, at most `max`
-/// octets.
-fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
-    match &job.src {
-        Src::None => Err(EINVAL),
-        Src::Inline(data) => {
-            let start = off as usize;
-            let end = start.checked_add(max as usize).ok_or(EINVAL)?;
-            data.get(start..end).ok_or(EINVAL)
-        }
-        Src::Sgl { mems, n } => {
-            let mut base = 0u32;
-            for (s, m) in job.sqe.sge.iter().zip(mems.iter()).take(*n) {
-                let end = base.checked_add(s.length).ok_or(EINVAL)?;
-                if off < end && s.length > 0 {
-                    let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
-                    let want = max.min(end - off);
-                    let mem = m.as_ref().ok_or(EINVAL)?;
-                    let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
-                    return mem_slice(mem, addr, want);
-                }
-                base = end;
-            }
-            Err(EINVAL)
-        }
-    }
-}
-
-/// The header of segment `seg` of `job`, encoded into `out`.
-fn segment_header(job: &Job, seg: &Segment, out: &mut [u8]) -> Option<usize> {
-    if let Some(t) = &job.term {
-        let n = usize::from(t.len);
-        out.get_mut(..n)?.copy_from_slice(t.buf.get(..n)?);
-        return Some(n);
-    }
-    job.hdr.encode_segment(seg.last, seg.offset, out)
-}
-
-/// Payload pieces [`send_single`] handles (more go the general way).
-const SINGLE_PIECES: usize = 4;
-
-/// Sends segment `sg` (the last one) of `job` as one FPDU without markers:
-/// ULPDU_Length and header, the payload where it lies, PAD and CRC.
-/// Returns the octets TCP took and the FPDU's length, or `None` when the
-/// payload has more than [`SINGLE_PIECES`] pieces (nothing was sent).
-fn send_single(
-    conn: &Conn,
-    job: &Job,
-    sg: &crate::wire::tx::Segment,
-    crc: bool,
-    more: bool,
-) -> Result<Option<(usize, usize)>> {
-    // The header is encoded where it is sent from, after the room of the
-    // ULPDU_Length field.
-    let mut head = [0u8; 2 + HDR_MAX];
-    let hn = segment_header(job, sg, head.get_mut(2..).unwrap_or(&mut [])).ok_or(EINVAL)?;
-    let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
-    let mut nd = 0;
-    let mut done = 0u32;
-    while done < sg.len {
-        let Some(slot) = data.get_mut(nd) else {
-            return Ok(None);
-        };
-        let o = sg.offset.checked_add(done).ok_or(EINVAL)?;
-        let d = payload_slice(job, o, sg.len - done)?;
-        if d.is_empty() {
-            return Err(EFAULT);
-        }
-        *slot = d;
-        nd += 1;
-        done += d.len() as u32;
-    }
-    let data = data.get(..nd).unwrap_or(&[]);
-    let mut tail = [0u8; PLAIN_TAIL_MAX];
-    let mut c = crate::kif::crc::KernelCrc32c::new();
-    let (hl, tl) = frame_plain_head(hn, data, crc.then_some(&mut c), &mut head, &mut tail)
-        .map_err(|_| EINVAL)?;
-    let mut v: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
-    let pieces = Iterator::chain(
-        Iterator::chain(
-            core::iter::once(head.get(..hl).unwrap_or(&[])),
-            data.iter().copied(),
-        ),
-        core::iter::once(tail.get(..tl).unwrap_or(&[])),
-    );
-    for (slot, p) in v.iter_mut().zip(pieces) {
-        *slot = p;
-    }
-    let total = hl + sg.len as usize + tl;
-    let n = conn.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
-    Ok(Some((n, total)))
-}
-
-/// The largest payload of one FPDU of a segment with a header of `hdr_len`
-/// octets on `conn`.
-fn max_payload(conn: &Conn, mode: MpaMode, hdr_len: usize) -> u32 {
-    let max = if conn.large_fpdu {
-        LARGE_FPDU_PAYLOAD
-    } else {
-        conn.mulpdu
-            .min(crate::wire::mpa::MAX_ULPDU_LEN)
-            .saturating_sub(hdr_len as u32)
-            .max(1)
-    };
-    if mode.markers {
-        max.min(MARKER_FPDU_PAYLOAD)
-    } else {
-        max
-    }
-}
-
-/// Builds the current batch of the job (from its committed position),
-/// sends what TCP has not taken yet, and commits when all of it went out.
-/// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
-/// when it has more to send, `EAGAIN` when TCP is full.
-fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
-    let TxState {
-        off,
-        job: job_slot,
-        sent,
-        mode,
-        corked,
-        conn,
-        ..
-    } = tx;
-    let Some(conn) = conn.as_deref() else {
-        return Err(crate::kif::enotconn());
-    };
-    let Some(job) = job_slot.as_ref() else {
-        return Ok(true);
-    };
-    let mode = *mode;
-    let hdr_len = if let Some(t) = &job.term {
-        usize::from(t.len)
-    } else {
-        job.hdr.len()
-    };
-    let max_payload = max_payload(conn, mode, hdr_len);
-    // The common case, a message (or its rest) that fits one FPDU without
-    // markers: framed around the payload directly, without the planner.
-    if !mode.markers && *sent == 0 && job.term.is_none() {
-        let mut s2 = job.seg;
-        if let Some(sg) = s2.next_segment(max_payload).filter(|s| s.last) {
-            if let Some((n, total)) = send_single(conn, job, &sg, mode.crc, queued)? {
-                stats.inc(Counter::TxTcpSends);
-                *corked = queued;
-                if n < total {
-                    // The general path rebuilds the same octets and goes
-                    // on after the `n` TCP took.
-                    *sent = n;
-                    stats.inc(Counter::TxTcpFull);
-                    return Err(EAGAIN);
-                }
-                stats.inc(Counter::TxFpdus);
-                stats.add(Counter::TxPayload, u64::from(sg.len));
-                *off = off.wrapping_add(total as u32);
-                if let Some(j) = job_slot.as_mut() {
-                    j.seg = s2;
-                }
-                return Ok(true);
-            }
-        }
-    }
-    send_planned(tx, stats, queued, hdr_len, max_payload)
-}
-
-/// The general way of [`send_batch`]: the planner, for messages of several
-/// FPDUs, markers, TERMINATEs and resumed partial sends. `hdr_len` and
-/// `max_payload` are the job's, as `send_batch` found them.
-#[inline(never)]
-fn send_planned(
-    tx: &mut TxState,
-    stats: &Stats,
-    queued: bool,
-    hdr_len: usize,
-    max_payload: u32,
-) -> Result<bool> {
-    let TxState {
-        off,
-        job: job_slot,
-        sent,
-        mode,
-        scratch,
-        corked,
-        conn,
-        ..
-    } = tx;
-    let (Some(conn), Some(job)) = (conn.as_deref(), job_slot.as_ref()) else {
-        return Err(EINVAL);
-    };
-    let mode = *mode;
-    let budget = if conn.large_fpdu {
-        LARGE_BATCH_BUDGET
-    } else {
-        BATCH_BUDGET
-    };
-    let mut batch = TxBatch::new(mode, *off, budget);
-    // Payload pieces per FPDU: page-sized at most, so a chunk of one SGE
-    // adds at most two more than its length in pages.
-    let sges = match &job.src {
-        Src::Sgl { n, .. } => (*n).max(1),
-        Src::Inline(_) | Src::None => 1,
-    };
-    let mut seg = job.seg;
-    let mut pieces = Pieces {
-        p: [Piece::Scratch(0, 0); MAX_PIECES],
-        n: 0,
-        s: 0,
-    };
-    let mut hdr = [0u8; HDR_MAX];
-    let mut crc = crate::kif::crc::KernelCrc32c::new();
-    let (mut fpdus, mut payload) = (0u64, 0u64);
-    loop {
-        let (mut b2, mut s2) = (batch, seg);
-        // A large FPDU that the budget left would cut short starts the
-        // next call instead.
-        let next = if conn.large_fpdu {
-            b2.next_whole_segment(&mut s2, hdr_len, max_payload)
-        } else {
-            b2.next_segment(&mut s2, hdr_len, max_payload)
-        };
-        let Some((sg, plan)) = next else {
-            break;
-        };
-        // Worst case pieces and scratch of this FPDU.
-        let need_p = 4 + 2 * plan.markers() as usize + (sg.len as usize >> 12) + 2 * sges;
-        let need_s = 2 + hdr_len + 3 + 4 + 4 * plan.markers() as usize;
-        if pieces.n + need_p > MAX_PIECES || pieces.s + need_s > SCRATCH {
-            break;
-        }
-        let hn = segment_header(job, &sg, &mut hdr).ok_or(EINVAL)?;
-        if hn != hdr_len {
-            return Err(EINVAL);
-        }
-        crc.reset();
-        let mut crc_bytes = None;
-        for piece in plan.pieces() {
-            match piece {
-                TxPiece::Inline(i) => {
-                    let start = pieces.s;
-                    pieces.scratch(scratch, i.bytes())?;
-                    if mode.crc && i.crc {
-                        crc.update(scratch.get(start..pieces.s).unwrap_or(&[]));
-                    }
-                }
-                TxPiece::Header { start, end } => {
-                    let b = hdr.get(start as usize..end as usize).ok_or(EINVAL)?;
-                    pieces.scratch(scratch, b)?;
-                    if mode.crc {
-                        crc.update(b);
-                    }
-                }
-                TxPiece::Payload { offset, len } => {
-                    let mut done = 0u32;
-                    while done < len {
-                        let o = sg
-                            .offset
-                            .checked_add(offset)
-                            .and_then(|x| x.checked_add(done))
-                            .ok_or(EINVAL)?;
-                        let d = payload_slice(job, o, len - done)?;
-                        if d.is_empty() {
-                            return Err(EFAULT);
-                        }
-                        if mode.crc {
-                            crc.update(d);
-                        }
-                        pieces.push(Piece::Data(d))?;
-                        done += d.len() as u32;
-                    }
-                }
-                TxPiece::Crc { start, end } => {
-                    let v = *crc_bytes.get_or_insert_with(|| {
-                        if mode.crc {
-                            crc_to_wire(crc.finalize())
-                        } else {
-                            [0; 4]
-                        }
-                    });
-                    let b = v.get(usize::from(start)..usize::from(end)).ok_or(EINVAL)?;
-                    pieces.scratch(scratch, b)?;
-                }
-            }
-        }
-        batch = b2;
-        seg = s2;
-        fpdus += 1;
-        payload += u64::from(sg.len);
-    }
-    if pieces.n == 0 {
-        // Nothing fits (cannot happen with the caps above).
-        return Err(EINVAL);
-    }
-    let total: usize = pieces
-        .p
-        .iter()
-        .take(pieces.n)
-        .map(|p| match p {
-            Piece::Scratch(a, b) => b - a,
-            Piece::Data(d) => d.len(),
-        })
-        .sum();
-    // Materialise the kvecs, skipping what TCP took already.
-    let mut v: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let mut nv = 0;
-    let mut skip = *sent;
-    for p in pieces.p.iter().take(pieces.n) {
-        let b: &[u8] = match *p {
-            Piece::Scratch(a, e) => scratch.get(a..e).ok_or(EINVAL)?,
-            Piece::Data(d) => d,
-        };
-        if skip >= b.len() {
-            skip -= b.len();
-            continue;
-        }
-        let b = b.get(skip..).unwrap_or(&[]);
-        skip = 0;
-        if let Some(slot) = v.get_mut(nv) {
-            *slot = b;
-            nv += 1;
-        }
-    }
-    // More segments of the message follow right away: let TCP coalesce.
-    let more = {
-        let mut c = seg;
-        c.next_segment(0).is_some()
-    };
-    let n = match conn.sock.send(v.get(..nv).unwrap_or(&[]), more || queued) {
-        Ok(n) => n,
-        Err(e) => {
-            if e == EAGAIN {
-                stats.inc(Counter::TxTcpFull);
-            }
-            return Err(e);
-        }
-    };
-    stats.inc(Counter::TxTcpSends);
-    // A send without MSG_MORE pushes everything TCP held back before.
-    *corked = queued || (more && *corked);
-    *sent += n;
-    if *sent < total {
-        stats.inc(Counter::TxTcpFull);
-        return Err(EAGAIN);
-    }
-    stats.add(Counter::TxFpdus, fpdus);
-    stats.add(Counter::TxPayload, payload);
-    *sent = 0;
-    *off = batch.stream_offset();
-    if let Some(j) = job_slot.as_mut() {
-        j.seg = seg;
-    }
-    Ok(!more)
 }

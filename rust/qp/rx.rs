@@ -18,18 +18,21 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 
+use super::orq::IrqEntry;
+use super::tx::queue_terminate;
+use super::{Qp, QpState};
+use crate::base::abi::{op, wc, wqe};
+use crate::base::stats::Counter;
 use crate::kif::{
     crc::KernelCrc32c,
     handle::QpEvent,
     queue::{Rqe, Sge, MAX_SGE},
     sock::{SockEvents, SockRx, TcpState},
 };
-use crate::mem::{access, Mem};
-use crate::qp::{op, wc, wqe, Qp, QpState};
-use crate::qp_tx::{
-    check_mem, lookup_inval, lookup_stag, mem_write, queue_terminate, IrqEntry, MemFault, StagCache,
+use crate::mem::access::{
+    self, check_mem, lookup_inval, lookup_stag, mem_write, MemFault, StagCache,
 };
-use crate::stats::Counter;
+use crate::mem::Mem;
 use crate::wire::{
     error::{DdpError, LlpError, ProtocolError, RdmapError},
     mpa::MpaMode,
@@ -295,11 +298,11 @@ impl Sink<'_> {
                 if s.length == 0 || bad {
                     continue;
                 }
-                match lookup_stag(self.qp, s.lkey, &mut self.c.stags) {
+                match lookup_stag(&self.qp.mem_xa, s.lkey, &mut self.c.stags) {
                     Some(mem) => {
                         if check_mem(
-                            self.qp,
                             &mem,
+                            self.qp.pd_id,
                             s.addr,
                             u64::from(s.length),
                             access::LOCAL_WRITE,
@@ -343,11 +346,17 @@ impl Sink<'_> {
             return Ok(());
         }
         // The QP's access flags are not enforced (as in siw): see
-        // `qp_tx::read_response_job`.
-        let mem =
-            lookup_stag(self.qp, t.stag, &mut self.c.stags).ok_or(DdpError::TaggedInvalidStag)?;
-        check_mem(self.qp, &mem, t.to, u64::from(plen), access::REMOTE_WRITE)
-            .map_err(|f| tagged_fault(f, t.to, plen))?;
+        // `tx::read_response_job`.
+        let mem = lookup_stag(&self.qp.mem_xa, t.stag, &mut self.c.stags)
+            .ok_or(DdpError::TaggedInvalidStag)?;
+        check_mem(
+            &mem,
+            self.qp.pd_id,
+            t.to,
+            u64::from(plen),
+            access::REMOTE_WRITE,
+        )
+        .map_err(|f| tagged_fault(f, t.to, plen))?;
         self.c.seg = Seg::Write { mem, to: t.to };
         Ok(())
     }
@@ -416,7 +425,7 @@ impl Sink<'_> {
         if m.opcode.has_invalidate() {
             // Index and key: a stale STag (an earlier registration
             // cycle's key) must not invalidate the current registration.
-            match lookup_inval(self.qp, m.inval) {
+            match lookup_inval(&self.qp.mem_xa, self.qp.pd_id, m.inval) {
                 Ok(mem) => {
                     mem.valid.store(false, Ordering::Release);
                     inval = Some(m.inval);
@@ -454,7 +463,7 @@ impl Sink<'_> {
         let Some(e) = e else { return Ok(()) };
         let mut status = wc::SUCCESS;
         if e.opcode == op::READ_LOCAL_INV {
-            match lookup_inval(self.qp, e.sink.lkey) {
+            match lookup_inval(&self.qp.mem_xa, self.qp.pd_id, e.sink.lkey) {
                 Ok(mem) => mem.valid.store(false, Ordering::Release),
                 Err(_) => status = wc::GENERAL_ERR,
             }
@@ -770,7 +779,7 @@ fn after(this: ArcBorrow<'_, Qp>, act: &mut Actions) {
     if act.rtr {
         if let Some(conn) = qp.conn() {
             if conn.await_rtr.swap(false, Ordering::AcqRel) {
-                conn.cep.rtr_received();
+                conn.cep.clone().rtr_received();
             }
         }
     }
@@ -850,7 +859,7 @@ pub fn on_llp_close(qp: &Arc<Qp>) {
 /// connection.
 pub fn llp_closed(qp: &Arc<Qp>) {
     match qp.conn() {
-        Some(c) => c.cep.close(true),
+        Some(c) => c.cep.clone().close(true),
         None => qp.set_error(),
     }
 }
@@ -879,7 +888,7 @@ pub fn flush_active(qp: &Qp) {
 pub fn start(qp: &Arc<Qp>) -> Result {
     let conn = qp.conn().ok_or(EINVAL)?;
     qp.tx_held.store(conn.hold_tx, Ordering::Release);
-    crate::qp_tx::start(qp, &conn)?;
+    super::tx::start(qp, &conn)?;
     let mode = MpaMode {
         markers: conn.rx_markers,
         crc: conn.crc,
@@ -909,7 +918,7 @@ pub fn start(qp: &Arc<Qp>) -> Result {
     after(qp.as_arc_borrow(), &mut act);
     // A peer that closes right after the MPA exchange may do so while the
     // socket has no callbacks (between the endpoint's and the QP's) or
-    // before `qp_tx::start` cleared the close flag: no event reports such
+    // before `tx::start` cleared the close flag: no event reports such
     // a close any more, the socket state does.
     if matches!(conn.sock.state(), TcpState::Closed | TcpState::CloseWait) {
         on_llp_close(qp);
