@@ -34,6 +34,7 @@ use kernel::{
     },
 };
 
+use self::emit::Sent;
 use super::orq::{Fifo, IrqEntry, OrqEntry, TermMsg, WrRef, TERM_MAX};
 use super::{Conn, Qp, QpState};
 use crate::base::abi::{op, wc, wqe};
@@ -380,7 +381,7 @@ pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
             }
         }
         match emit::send_batch(&mut tx, &qp.stats, queued) {
-            Ok(true) => {
+            Ok(Sent::Done) => {
                 // Dropped in place: a job is a few hundred octets.
                 let Some((kind, total)) = tx.job.as_ref().map(|j| (j.kind, j.total)) else {
                     continue;
@@ -396,8 +397,8 @@ pub fn run_answer(qp: &Arc<Qp>, mut answer: bool) {
                     return;
                 }
             }
-            Ok(false) => {}
-            Err(e) if e == EAGAIN => {
+            Ok(Sent::More) => {}
+            Ok(Sent::TcpFull) => {
                 uncork(&mut tx);
                 return;
             }

@@ -191,11 +191,23 @@ fn max_payload(conn: &Conn, mode: MpaMode, hdr_len: usize) -> u32 {
     }
 }
 
+/// What [`send_batch`] did with the current batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sent {
+    /// The job's last octet went to TCP.
+    Done,
+    /// The batch went to TCP; the job has more to send.
+    More,
+    /// TCP took only part of the batch, or none of it: its send buffer is
+    /// full. The next run rebuilds the batch and goes on after what TCP
+    /// took.
+    TcpFull,
+}
+
 /// Builds the current batch of the job (from its committed position),
 /// sends what TCP has not taken yet, and commits when all of it went out.
-/// Returns `Ok(true)` when the job's last octet went to TCP, `Ok(false)`
-/// when it has more to send, `EAGAIN` when TCP is full.
-pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<bool> {
+/// An error is a failure of the connection, not a full send buffer.
+pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<Sent> {
     let TxState {
         off,
         job: job_slot,
@@ -209,7 +221,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
         return Err(crate::kif::enotconn());
     };
     let Some(job) = job_slot.as_ref() else {
-        return Ok(true);
+        return Ok(Sent::Done);
     };
     let mode = *mode;
     let hdr_len = if let Some(t) = &job.term {
@@ -223,7 +235,11 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
     if !mode.markers && *sent == 0 && job.term.is_none() {
         let mut s2 = job.seg;
         if let Some(sg) = s2.next_segment(max_payload).filter(|s| s.last) {
-            if let Some((n, total)) = send_single(conn, job, &sg, mode.crc, queued)? {
+            let single = match send_single(conn, job, &sg, mode.crc, queued) {
+                Err(e) if e == EAGAIN => return Ok(Sent::TcpFull),
+                r => r?,
+            };
+            if let Some((n, total)) = single {
                 stats.inc(Counter::TxTcpSends);
                 *corked = queued;
                 if n < total {
@@ -231,7 +247,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
                     // on after the `n` TCP took.
                     *sent = n;
                     stats.inc(Counter::TxTcpFull);
-                    return Err(EAGAIN);
+                    return Ok(Sent::TcpFull);
                 }
                 stats.inc(Counter::TxFpdus);
                 stats.add(Counter::TxPayload, u64::from(sg.len));
@@ -239,7 +255,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
                 if let Some(j) = job_slot.as_mut() {
                     j.seg = s2;
                 }
-                return Ok(true);
+                return Ok(Sent::Done);
             }
         }
     }
@@ -256,7 +272,7 @@ fn send_planned(
     queued: bool,
     hdr_len: usize,
     max_payload: u32,
-) -> Result<bool> {
+) -> Result<Sent> {
     let TxState {
         off,
         job: job_slot,
@@ -409,12 +425,11 @@ fn send_planned(
     };
     let n = match conn.sock.send(v.get(..nv).unwrap_or(&[]), more || queued) {
         Ok(n) => n,
-        Err(e) => {
-            if e == EAGAIN {
-                stats.inc(Counter::TxTcpFull);
-            }
-            return Err(e);
+        Err(e) if e == EAGAIN => {
+            stats.inc(Counter::TxTcpFull);
+            return Ok(Sent::TcpFull);
         }
+        Err(e) => return Err(e),
     };
     stats.inc(Counter::TxTcpSends);
     // A send without MSG_MORE pushes everything TCP held back before.
@@ -422,7 +437,7 @@ fn send_planned(
     *sent += n;
     if *sent < total {
         stats.inc(Counter::TxTcpFull);
-        return Err(EAGAIN);
+        return Ok(Sent::TcpFull);
     }
     stats.add(Counter::TxFpdus, fpdus);
     stats.add(Counter::TxPayload, payload);
@@ -431,5 +446,5 @@ fn send_planned(
     if let Some(j) = job_slot.as_mut() {
         j.seg = seg;
     }
-    Ok(!more)
+    Ok(if more { Sent::More } else { Sent::Done })
 }
