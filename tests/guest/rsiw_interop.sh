@@ -143,13 +143,14 @@ decode() {
 	note "$f.tshark"
 }
 
-# rsockets RIO: riostream with data verification
+# rsockets RIO: riostream with data verification (generous timeouts:
+# upstream siw on one loaded vCPU can take tens of seconds for it)
 rio() {
-	in_b timeout $(tmo 40) riostream -b "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/server.out 2>&1 &
+	in_b timeout $(tmo 90) riostream -b "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/server.out 2>&1 &
 	SERVER=$!
 	# a fixed "sleep 1" sometimes lost the race with the server's listen
 	wait_listen "$NS_B" 7490
-	in_a timeout $(tmo 30) riostream -s "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/client.out 2>&1 || {
+	in_a timeout $(tmo 80) riostream -s "$IP_B" -p 7490 -C 100 -S 65536 -T v >/tmp/client.out 2>&1 || {
 		tail -3 /tmp/client.out
 		return 1
 	}
