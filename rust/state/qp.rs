@@ -139,15 +139,6 @@ pub struct After {
     pub close: bool,
 }
 
-impl After {
-    /// Nothing more.
-    pub const NOTHING: Self = Self {
-        flush_sq: false,
-        flush_rq: false,
-        close: false,
-    };
-}
-
 /// A fatal error or the QP's teardown (from any state): the QP enters
 /// Error and both queues flush; the caller drops the connection itself.
 pub const ERROR: After = After {
