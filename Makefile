@@ -62,7 +62,8 @@ soak: module
 fuzz:
 	@$(ROOT)/tests/host/fuzz
 
-# The wire core's host tests under Miri (also part of `make check`).
+# The host tests of the wire and QP state cores under Miri (also part of
+# `make check`).
 miri:
 	@$(ROOT)/tests/host/miri
 

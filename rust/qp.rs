@@ -1,104 +1,110 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Queue pairs: creation with the shared SQ/RQ rings, the iWARP QP state
-//! machine (RTS only through the connection manager), flushing on error,
-//! and posting of kernel work requests. The submodules hold the RDMA Read
-//! queues ([`orq`]) and the transmit ([`tx`]) and receive ([`rx`])
-//! engines; the connection manager is reached only through the
+//! Queue pairs: the [`Qp`] with its shared SQ/RQ rings, the iWARP QP
+//! state machine (its transitions are [`crate::state::qp`]'s; RTS only
+//! through the connection manager), completions and flushing. The
+//! submodules create QPs (`create`), post work requests (`post`), and hold
+//! the RDMA Read queues ([`orq`]) and the transmit ([`tx`]) and receive
+//! ([`rx`]) engines; the connection manager is reached only through the
 //! [`Endpoint`] a connection holds.
+//!
+//! # Locks
+//!
+//! A QP's locks, in the order they nest (a lock is taken only while
+//! holding locks above it in this list, never one below it):
+//!
+//! 1. The connection endpoint's `Cep::st` (mutex, in `cm`): the MPA
+//!    exchange moves the QP to RTS and starts its engines under it (so
+//!    `inner`, `conn`, `tx`, `rx`, `orq` and `irq` are taken under it).
+//! 2. [`Qp::tx`] (mutex): the transmit engine. Held while it sends (TCP
+//!    takes the socket's lock under it) and while it takes `inner`,
+//!    `orq`, `irq` and completes work requests.
+//! 3. [`Qp::rx`] (irqsave spinlock): the receive engine, taken in the
+//!    socket's `data_ready` upcall (softirq, socket lock held). Under it
+//!    the receive path takes `orq` (Read Responses), `irq` (Read
+//!    Requests), the SRQ and completes work requests.
+//! 4. [`Qp::inner`] (irqsave spinlock): the state, the queue indices, ORD,
+//!    IRD, access and the active work request. `rx` and `inner` are never
+//!    held together.
+//! 5. [`Qp::orq`] (irqsave spinlock): under `inner` when an RDMA Read
+//!    moves into the ORQ together with its send queue slot.
+//! 6. [`Qp::irq`] (irqsave spinlock).
+//! 7. Leaves, under which nothing is taken: [`Qp::conn`] (irqsave
+//!    spinlock), the SRQ's `st` and a CQ's `pos` (irqsave spinlocks: a
+//!    completion is pushed under `tx` or `rx`, never under `inner`,
+//!    `orq` or `irq`), a fast-registration MR's page list, and the
+//!    kernel interface's handle locks (events, CQ notifications).
+//!
+//! `mappings` (mutex) is taken alone, when the QP is destroyed.
+//! Each lock has a name of its own (`rsiw::Qp::inner`, ...), so that
+//! lockdep checks this order. The state changes only through `Qp`
+//! methods ([`Qp::put_state`] under `inner`, which also keeps the
+//! lock-free copy the data path reads).
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::{
-    new_mutex,
     prelude::*,
     sync::{Arc, Mutex},
-    workqueue::{impl_has_work, new_work, Work, WorkItem},
+    workqueue::{impl_has_work, Work, WorkItem},
 };
 
 use crate::base::{
     abi::{op, wc, wqe},
-    limits,
     stats::{Counter, Stats},
-    Kind, Quota, Quotas, Rsiw,
+    Quota,
 };
 use crate::cq::Cq;
 use crate::kif::xarray::XArray;
 use crate::kif::{
     handle::QpHandle,
-    ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
+    ib::{IbQpState, Mtu, QpModify, QpQuery},
     net::NetDev,
-    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE},
+    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE},
     sock::Socket,
     sync::SpinLockIrq,
-    wr::{RecvWrs, SendKind, SendWrs},
 };
 use crate::mem::{self, access};
 use crate::srq::Srq;
+use crate::state::qp::{self as machine, After, Modify, Refused, VerbsState};
 use orq::{Irq, Orq, WrRef};
 use rx::RxState;
 use tx::TxState;
 
+pub use crate::state::qp::QpState;
+
+mod create;
 pub mod orq;
+mod post;
 pub mod rx;
 pub mod tx;
 
-/// The iWARP QP states (RFC 5040 section 10 / verbs for iWARP).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QpState {
-    /// Created, not connected (IB RESET and INIT).
-    Idle,
-    /// Accepted by the IB state machine as RTR (no meaning on iWARP).
-    Rtr,
-    /// Connected: data moves.
-    Rts,
-    /// Graceful close in progress (IB SQD).
-    Closing,
-    /// A TERMINATE is being sent (IB SQE).
-    Terminate,
-    /// Error: final; all work requests flush.
-    Error,
-}
-
-impl QpState {
-    /// The state stored as `s as u8` (an unknown value reads as Error).
-    fn from_u8(v: u8) -> Self {
-        [
-            Self::Idle,
-            Self::Rtr,
-            Self::Rts,
-            Self::Closing,
-            Self::Terminate,
-            Self::Error,
-        ]
-        .get(usize::from(v))
-        .copied()
-        .unwrap_or(Self::Error)
-    }
-
-    fn ib(self) -> IbQpState {
-        match self {
-            Self::Idle => IbQpState::Init,
-            Self::Rtr => IbQpState::Rtr,
-            Self::Rts => IbQpState::Rts,
-            Self::Closing => IbQpState::Sqd,
-            Self::Terminate => IbQpState::Sqe,
-            Self::Error => IbQpState::Err,
-        }
-    }
-
-    fn from_ib(s: IbQpState) -> Self {
-        match s {
-            IbQpState::Reset | IbQpState::Init => Self::Idle,
-            IbQpState::Rtr => Self::Rtr,
-            IbQpState::Rts => Self::Rts,
-            IbQpState::Sqd => Self::Closing,
-            IbQpState::Sqe => Self::Terminate,
-            IbQpState::Err => Self::Error,
-        }
+/// The state machine's name of a verbs state.
+fn verbs_state(s: IbQpState) -> VerbsState {
+    match s {
+        IbQpState::Reset => VerbsState::Reset,
+        IbQpState::Init => VerbsState::Init,
+        IbQpState::Rtr => VerbsState::Rtr,
+        IbQpState::Rts => VerbsState::Rts,
+        IbQpState::Sqd => VerbsState::Sqd,
+        IbQpState::Sqe => VerbsState::Sqe,
+        IbQpState::Err => VerbsState::Err,
     }
 }
 
-/// Mutable QP state, under the QP lock.
+/// The verbs interface's name of a verbs state.
+fn ib_state(s: VerbsState) -> IbQpState {
+    match s {
+        VerbsState::Reset => IbQpState::Reset,
+        VerbsState::Init => IbQpState::Init,
+        VerbsState::Rtr => IbQpState::Rtr,
+        VerbsState::Rts => IbQpState::Rts,
+        VerbsState::Sqd => IbQpState::Sqd,
+        VerbsState::Sqe => IbQpState::Sqe,
+        VerbsState::Err => IbQpState::Err,
+    }
+}
+
+/// Mutable QP state, under [`Qp::inner`].
 pub struct QpInner {
     /// Protocol state.
     pub state: QpState,
@@ -213,19 +219,22 @@ pub struct Qp {
     pub stats: Arc<Stats>,
     /// The core QP (events, kernel completion token).
     pub handle: QpHandle,
-    /// Mutable state.
+    /// Mutable state (lock `rsiw::Qp::inner`).
     #[pin]
     pub inner: SpinLockIrq<QpInner>,
     /// `inner.state`, readable without the lock (the data path looks at
     /// the state on every message); written only together with it, see
     /// [`Qp::put_state`].
     state_now: AtomicU8,
+    /// The user mappings of the rings (lock `rsiw::Qp::mappings`).
     #[pin]
     mappings: Mutex<KVec<UserMapping>>,
-    /// The connection, while in RTS (and until teardown).
+    /// The connection, while in RTS (and until teardown; lock
+    /// `rsiw::Qp::conn`).
     #[pin]
     pub conn: SpinLockIrq<Option<Arc<Conn>>>,
-    /// Receive side state (deframer, message in progress).
+    /// Receive side state (deframer, message in progress; lock
+    /// `rsiw::Qp::rx`).
     #[pin]
     pub rx: SpinLockIrq<RxState>,
     /// Receiving has started (`rx` has its deframer): the socket upcall
@@ -250,19 +259,21 @@ pub struct Qp {
     /// The connection uses CRC: the receive side verifies each FPDU
     /// before it places it (set by its start, read without its lock).
     pub rx_verify: AtomicBool,
-    /// Transmit side state (work request in progress).
+    /// Transmit side state (work request in progress; lock
+    /// `rsiw::Qp::tx`).
     #[pin]
     pub tx: Mutex<TxState>,
-    /// Outbound RDMA Reads awaiting their response (ORD).
+    /// Outbound RDMA Reads awaiting their response (ORD; lock
+    /// `rsiw::Qp::orq`).
     #[pin]
     pub orq: SpinLockIrq<Orq>,
-    /// Inbound RDMA Reads to answer (IRD).
+    /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::irq`).
     #[pin]
     pub irq: SpinLockIrq<Irq>,
     /// The transmit work item.
     #[pin]
     tx_work: Work<Qp>,
-    /// Counts the QP against [`limits::MAX_QP`] while it lives.
+    /// Counts the QP against [`crate::base::limits::MAX_QP`] while it lives.
     _quota: Quota,
 }
 
@@ -279,145 +290,7 @@ impl WorkItem for Qp {
     }
 }
 
-/// `struct siw_uresp_create_qp`.
-fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32] {
-    let mut r = [0u8; 32];
-    r[..4].copy_from_slice(&id.to_ne_bytes());
-    r[4..8].copy_from_slice(&nsq.to_ne_bytes());
-    r[8..12].copy_from_slice(&nrq.to_ne_bytes());
-    r[16..24].copy_from_slice(&sq_key.to_ne_bytes());
-    r[24..].copy_from_slice(&rq_key.to_ne_bytes());
-    r
-}
-
 impl Qp {
-    /// Creates an RC QP and gives it a number in `qps` (the device's QP
-    /// table); `mem_xa` and `stats` are the device's, the QP's data path
-    /// uses them.
-    pub fn create(
-        qps: &XArray<Qp>,
-        quotas: &Arc<Quotas>,
-        mem_xa: &mem::Table,
-        stats: &Arc<Stats>,
-        a: CreateQp<'_, Rsiw>,
-    ) -> Result<(Arc<Self>, u32)> {
-        let i = a.init;
-        if i.create_flags != 0 {
-            return Err(crate::kif::eopnotsupp());
-        }
-        let quota = Quota::take(quotas, Kind::Qp)?;
-        Self::build(qps, mem_xa, stats, a, quota)
-    }
-
-    fn build(
-        qps: &XArray<Qp>,
-        mem_xa: &mem::Table,
-        stats: &Arc<Stats>,
-        mut a: CreateQp<'_, Rsiw>,
-        quota: Quota,
-    ) -> Result<(Arc<Self>, u32)> {
-        let i = a.init;
-        if !i.rc {
-            return Err(crate::kif::eopnotsupp());
-        }
-        if i.max_send_wr > limits::MAX_QP_WR
-            || i.max_recv_wr > limits::MAX_QP_WR
-            || i.max_send_sge > MAX_SGE as u32
-            || i.max_recv_sge > MAX_SGE as u32
-            || i.max_inline > MAX_INLINE as u32
-            || i.max_send_wr == 0
-            || i.bad_sig_type
-        {
-            return Err(EINVAL);
-        }
-        let scq = a.send_cq.ok_or(EINVAL)?.clone();
-        if a.recv_cq.is_none() && a.srq.is_none() {
-            return Err(EINVAL);
-        }
-        let user = a.user.is_some();
-        let sq = Ring::<Sqe>::new(i.max_send_wr, 0, user)?;
-        let srq = a.srq.cloned();
-        let rq = if srq.is_none() && i.max_recv_wr > 0 {
-            Some(Ring::<Rqe>::new(i.max_recv_wr, 0, user)?)
-        } else {
-            None
-        };
-        let caps = QpCaps {
-            sq_size: sq.len(),
-            rq_size: rq.as_ref().map_or(0, |r| r.len()),
-            sq_max_sge: i.max_send_sge,
-            rq_max_sge: i.max_recv_sge,
-        };
-        let mut mappings = KVec::new();
-        // A queue the QP does not have is reported with key 0, as siw does
-        // (libsiw only maps queues with entries).
-        let (mut sq_key, mut rq_key) = (0, 0);
-        if let Some(u) = &a.user {
-            let (m, k) = u.map(sq.mem())?;
-            mappings.push(m, GFP_KERNEL)?;
-            sq_key = k;
-            if let Some(rq) = &rq {
-                let (m, k) = u.map(rq.mem())?;
-                mappings.push(m, GFP_KERNEL)?;
-                rq_key = k;
-            }
-        }
-        let qp = Arc::pin_init(
-            pin_init!(Self {
-                id: AtomicU32::new(0),
-                pd_id: a.pd.id,
-                scq,
-                rcq: a.recv_cq.cloned(),
-                srq,
-                sq,
-                rq,
-                kernel: !user,
-                sig_all: i.sig_all,
-                caps,
-                mem_xa: mem_xa.clone(),
-                stats: stats.clone(),
-                handle: a.handle.clone(),
-                state_now: AtomicU8::new(QpState::Idle as u8),
-                inner <- crate::new_spinlock_irq!(QpInner {
-                    state: QpState::Idle,
-                    sq_put: 0,
-                    sq_get: 0,
-                    rq_put: 0,
-                    access: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
-                    ird: 0,
-                    ord: 0,
-                    active: None,
-                }),
-                mappings <- new_mutex!(mappings),
-                conn <- crate::new_spinlock_irq!(None),
-                rx <- crate::new_spinlock_irq!(RxState::new()),
-                rx_ready: AtomicBool::new(false),
-                irq_hint: AtomicBool::new(false),
-                llp_closed: AtomicBool::new(false),
-                tx_streaming: AtomicBool::new(false),
-                rx_seen: AtomicBool::new(false),
-                tx_held: AtomicBool::new(false),
-                rx_verify: AtomicBool::new(false),
-                tx <- new_mutex!(TxState::new()),
-                orq <- crate::new_spinlock_irq!(Orq::new()),
-                irq <- crate::new_spinlock_irq!(Irq::new()),
-                tx_work <- new_work!("rsiw::qp_tx"),
-                _quota: quota,
-            }),
-            GFP_KERNEL,
-        )?;
-        let id = qps.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
-        qp.id.store(id, Ordering::Release);
-        if user {
-            let r = create_resp(id, caps.sq_size, caps.rq_size, sq_key, rq_key);
-            if let Err(e) = a.udata.respond(&r) {
-                qps.erase(id);
-                return Err(e);
-            }
-        }
-        Ok((qp, id))
-    }
-
     /// Applies a `modify_qp` from the verbs interface (not the CM).
     pub fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
         if m.nonstandard {
@@ -430,57 +303,37 @@ impl Qp {
         let Some(target) = m.state else {
             return Ok(());
         };
-        let to = QpState::from_ib(target);
-        if inner.state == QpState::Error && target == IbQpState::Reset {
-            // Reset from error (ibverbs; siw ignores it): everything was
-            // flushed on the way into error; flush what came since and
-            // start over. Ring indices continue where user space is.
-            drop(inner);
-            self.flush_sq();
-            self.flush_rq();
-            self.put_state(&mut self.inner.lock(), QpState::Idle);
-            return Ok(());
-        }
-        match (inner.state, to) {
-            // RTS needs a connection: only the connection manager gets there.
-            (QpState::Idle | QpState::Rtr, QpState::Rts) => Err(EINVAL),
-            (QpState::Idle | QpState::Rtr, QpState::Error) => {
-                self.put_state(&mut inner, QpState::Error);
+        match machine::modify(inner.state, verbs_state(target)) {
+            Ok(Modify::Keep) => Ok(()),
+            Ok(Modify::Enter { state, after }) => {
+                self.put_state(&mut inner, state);
                 drop(inner);
-                self.flush_rq();
+                self.follow(after);
                 Ok(())
             }
-            // Leaving RTS closes the connection (graceful for Closing),
-            // which the CM reports with a CLOSE event once the socket is
-            // gone (the iWARP CM waits for it).
-            (QpState::Rts, QpState::Closing) => {
-                self.put_state(&mut inner, QpState::Closing);
-                drop(inner);
-                self.flush_rq();
-                self.request_close();
-                Ok(())
-            }
-            (QpState::Rts, QpState::Terminate) => {
-                self.put_state(&mut inner, QpState::Terminate);
-                drop(inner);
-                self.request_close();
-                Ok(())
-            }
-            (QpState::Rts | QpState::Terminate | QpState::Closing, QpState::Error) => {
-                self.put_state(&mut inner, QpState::Error);
+            Ok(Modify::Reset) => {
                 drop(inner);
                 self.flush_sq();
                 self.flush_rq();
-                self.request_close();
+                self.put_state(&mut self.inner.lock(), QpState::Idle);
                 Ok(())
             }
-            (QpState::Closing, QpState::Idle) => {
-                self.put_state(&mut inner, QpState::Idle);
-                Ok(())
-            }
-            (QpState::Closing, QpState::Closing) => Ok(()),
-            (QpState::Closing, _) => Err(crate::kif::econnaborted()),
-            _ => Ok(()),
+            Err(Refused::Invalid) => Err(EINVAL),
+            Err(Refused::Aborted) => Err(crate::kif::econnaborted()),
+        }
+    }
+
+    /// Does what a transition implies, in the state machine's order (the
+    /// QP lock is not held).
+    fn follow(&self, after: After) {
+        if after.flush_sq {
+            self.flush_sq();
+        }
+        if after.flush_rq {
+            self.flush_rq();
+        }
+        if after.close {
+            self.request_close();
         }
     }
 
@@ -488,8 +341,31 @@ impl Qp {
     /// errors).
     pub fn set_error(&self) {
         self.put_state(&mut self.inner.lock(), QpState::Error);
-        self.flush_sq();
-        self.flush_rq();
+        self.follow(machine::ERROR);
+    }
+
+    /// Moves a QP that was never connected to RTS with the negotiated
+    /// `ird` and `ord` (the connection manager, before it hands the QP
+    /// its connection); `EINVAL` in any other state.
+    pub fn enter_rts(&self, ird: u32, ord: u32) -> Result {
+        let mut inner = self.inner.lock();
+        machine::connect(inner.state).map_err(|_| EINVAL)?;
+        inner.ird = ird;
+        inner.ord = ord;
+        self.put_state(&mut inner, QpState::Rts);
+        Ok(())
+    }
+
+    /// Moves a connected QP (RTS or Closing) to Terminate: an error
+    /// TERMINATEs the stream, nothing else is sent any more. `false` when
+    /// the QP is not connected (no TERMINATE is sent).
+    pub fn enter_terminate(&self) -> bool {
+        let mut inner = self.inner.lock();
+        if !machine::can_terminate(inner.state) {
+            return false;
+        }
+        self.put_state(&mut inner, QpState::Terminate);
+        true
     }
 
     /// Current state (a snapshot: decisions that must not race with a
@@ -508,7 +384,7 @@ impl Qp {
     pub fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
         let inner = self.inner.lock();
         QpQuery {
-            state: inner.state.ib(),
+            state: ib_state(inner.state.verbs()),
             max_send_wr: self.caps.sq_size,
             max_recv_wr: self.caps.rq_size,
             max_send_sge: self.caps.sq_max_sge,
@@ -567,6 +443,8 @@ impl Qp {
         }
     }
 
+    /// The QP a completion names: the core's token for kernel consumers,
+    /// the QP number for user space.
     fn cqe_qp(&self) -> u64 {
         if self.kernel {
             self.handle.token()
@@ -618,224 +496,6 @@ impl Qp {
         }
     }
 
-    /// Posts send work requests. Kernel consumers pass a list; user space
-    /// rings the doorbell with an empty one.
-    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_>) -> Result {
-        if !self.kernel {
-            if !wrs.is_empty() {
-                return Err(EINVAL);
-            }
-            return match self.state() {
-                // The doorbell is a system call: transmit right here, as
-                // siw does, instead of waking the workqueue (a scheduling
-                // round trip per message costs latency). The work item
-                // takes over when TCP is full.
-                QpState::Rts => {
-                    // An application that streams (nothing received since
-                    // its last doorbell, its last message still not
-                    // acknowledged) is not waiting for a reply: a worker
-                    // on another CPU sends for it, and sends what it posts
-                    // meanwhile in one go, while the application goes on
-                    // posting. A ping-pong (something arrived in between)
-                    // sends in the system call: a wake-up costs latency.
-                    // (A plain store clears the flag: a receive that sets
-                    // it again in between is lost, and the next doorbell
-                    // may then hand off to the worker, which only costs
-                    // that message a wake-up.)
-                    let rx = self.rx_seen.load(Ordering::Relaxed);
-                    if rx {
-                        self.rx_seen.store(false, Ordering::Relaxed);
-                    }
-                    if !rx && self.tx_streaming.load(Ordering::Relaxed) {
-                        self.schedule_tx_elsewhere();
-                    } else {
-                        tx::run_answer(self, rx);
-                        self.stats.inc(Counter::TxDoorbellRuns);
-                    }
-                    Ok(())
-                }
-                // Unlike siw, work posted to a QP in error completes with a
-                // flush error (what ibverbs documents).
-                QpState::Error => {
-                    self.flush_sq();
-                    Ok(())
-                }
-                _ => Err(crate::kif::enotconn()),
-            };
-        }
-        let mut inner = self.inner.lock();
-        match inner.state {
-            QpState::Rts => {}
-            QpState::Error => {
-                drop(inner);
-                return self.flush_send_wrs(wrs);
-            }
-            _ => return Err(crate::kif::enotconn()),
-        }
-        for wr in wrs {
-            let wr = wr?;
-            let i = inner.sq_put;
-            if self.sq.flags(i) != 0 {
-                return Err(ENOMEM);
-            }
-            if wr.num_sge > self.caps.sq_max_sge as usize {
-                return Err(EINVAL);
-            }
-            let mut sqe = Sqe {
-                id: wr.id,
-                flags: 0,
-                num_sge: wr.num_sge as u8,
-                opcode: 0,
-                rkey: 0,
-                raddr: 0,
-                sge: wr.sge,
-                access: 0,
-            };
-            if wr.signaled {
-                sqe.flags |= wqe::SIGNALLED;
-            }
-            if wr.fence {
-                sqe.flags |= wqe::READ_FENCE;
-            }
-            match wr.kind {
-                SendKind::Send { invalidate } => {
-                    if wr.solicited {
-                        sqe.flags |= wqe::SOLICITED;
-                    }
-                    sqe.opcode = if let Some(k) = invalidate {
-                        sqe.rkey = k;
-                        op::SEND_REMOTE_INV
-                    } else {
-                        op::SEND
-                    };
-                }
-                SendKind::Write { raddr, rkey } => {
-                    sqe.opcode = op::WRITE;
-                    sqe.raddr = raddr;
-                    sqe.rkey = rkey;
-                }
-                SendKind::Read {
-                    raddr,
-                    rkey,
-                    invalidate_local,
-                } => {
-                    if wr.num_sge != 1 {
-                        return Err(EINVAL);
-                    }
-                    sqe.opcode = if invalidate_local {
-                        op::READ_LOCAL_INV
-                    } else {
-                        op::READ
-                    };
-                    sqe.raddr = raddr;
-                    sqe.rkey = rkey;
-                }
-                SendKind::LocalInv { stag } => {
-                    sqe.opcode = op::INVAL_STAG;
-                    sqe.rkey = stag;
-                }
-                SendKind::RegMr {
-                    mr,
-                    key,
-                    access: acc,
-                    iova,
-                    length,
-                } => {
-                    sqe.opcode = op::REG_MR;
-                    sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
-                    sqe.rkey = key;
-                    sqe.access = (acc & access::IWARP_MASK) as u64;
-                    // The region as the request sees it (see `tx::reg_mr`).
-                    // In `siw_sqe`, `access` shares its union with sge[0]:
-                    // the values go into sge[1].
-                    sqe.sge[1].addr = iova;
-                    sqe.sge[1].length = u32::try_from(length).unwrap_or(u32::MAX);
-                }
-            }
-            if let Some((data, len)) = wr.inline {
-                sqe.flags |= wqe::INLINE;
-                sqe.num_sge = 1;
-                sqe.sge[0].length = len as u32;
-                sqe.set_inline_data(&data);
-            }
-            self.sq.write(i, &sqe);
-            self.sq.set_flags(i, sqe.flags | wqe::VALID);
-            inner.sq_put = i.wrapping_add(1);
-        }
-        drop(inner);
-        tx::kick(self);
-        Ok(())
-    }
-
-    /// Completes kernel send work requests of a QP in error with flush
-    /// errors (`ib_drain_sq`).
-    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_>) -> Result {
-        for wr in wrs {
-            let wr = wr?;
-            let opcode = match wr.kind {
-                SendKind::Send { invalidate: None } => op::SEND,
-                SendKind::Send {
-                    invalidate: Some(_),
-                } => op::SEND_REMOTE_INV,
-                SendKind::Write { .. } => op::WRITE,
-                SendKind::Read {
-                    invalidate_local: false,
-                    ..
-                } => op::READ,
-                SendKind::Read {
-                    invalidate_local: true,
-                    ..
-                } => op::READ_LOCAL_INV,
-                SendKind::LocalInv { .. } => op::INVAL_STAG,
-                SendKind::RegMr { .. } => op::REG_MR,
-            };
-            let c = Cqe {
-                id: wr.id,
-                flags: 0,
-                opcode,
-                status: wc::WR_FLUSH_ERR,
-                bytes: 0,
-                imm_or_inval: 0,
-                qp: self.cqe_qp(),
-            };
-            self.scq.push(&c, 0)?;
-        }
-        Ok(())
-    }
-
-    /// Posts kernel receive work requests.
-    pub fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
-        let Some(rq) = &self.rq else {
-            return Err(EINVAL);
-        };
-        if !self.kernel {
-            return Err(EINVAL);
-        }
-        let mut inner = self.inner.lock();
-        match inner.state {
-            QpState::Idle | QpState::Rtr | QpState::Rts => {}
-            QpState::Error => {
-                drop(inner);
-                for wr in wrs {
-                    let wr = wr?;
-                    let rqe = Rqe {
-                        id: wr.id,
-                        flags: 0,
-                        num_sge: 0,
-                        sge: wr.sge,
-                    };
-                    self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR)?;
-                }
-                return Ok(());
-            }
-            _ => return Err(crate::kif::enotconn()),
-        }
-        for wr in wrs {
-            rq.post(&mut inner.rq_put, &wr?, self.caps.rq_max_sge)?;
-        }
-        Ok(())
-    }
-
     /// Schedules the transmit work (a no-op if already scheduled).
     pub fn schedule_tx(self: &Arc<Self>) {
         let _ = crate::kif::wq::queue().enqueue(self.clone());
@@ -846,8 +506,8 @@ impl Qp {
     /// a TERMINATE or a stalled Read to send), whose softirq runs on the
     /// CPU that took the packet (with veth, the peer's sending CPU), often
     /// under a process that polls its completion queue (a worker woken
-    /// there would first have to preempt it: ib_read_lat 64 B 86 vs 70 us
-    /// per Read), and for a streaming application's doorbell.
+    /// there would first have to preempt it), and for a streaming
+    /// application's doorbell.
     pub fn schedule_tx_elsewhere(self: &Arc<Self>) {
         let _ = crate::kif::wq::enqueue_on_next_cpu(self.clone());
     }

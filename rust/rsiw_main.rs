@@ -4,14 +4,16 @@
 //!
 //! The crate has three layers:
 //!
-//! * [`wire`] is the iWARP wire protocol core (MPA, DDP, RDMAP). It has no
-//!   kernel dependency; the same files build a host crate for fast tests.
+//! * [`wire`] is the iWARP wire protocol core (MPA, DDP, RDMAP), and
+//!   [`state`] the QP state machine and the RDMA Read queue rings. They
+//!   have no kernel dependency; the same files build host crates for fast
+//!   tests.
 //! * [`kif`] is the kernel interface layer: thin safe wrappers over the RDMA
 //!   core, net devices and sockets. It is the only place with `unsafe`.
-//! * The driver proper is built on [`kif`] and [`wire`] and contains no
-//!   `unsafe` and no raw bindings. Its modules form layers, each using
-//!   only its own and lower ones (`tests/host/layers` checks it), top to
-//!   bottom:
+//! * The driver proper is built on [`kif`], [`wire`] and [`state`] and
+//!   contains no `unsafe` and no raw bindings. Its modules form layers,
+//!   each using only its own and lower ones (`tests/host/layers` checks
+//!   it), top to bottom:
 //!   - this file: the module (`module!`) and its state;
 //!   - [`verbs`]: the `ib_device` operations, dispatched to the layers
 //!     below;
@@ -36,6 +38,7 @@ pub mod kif;
 pub mod mem;
 pub mod qp;
 pub mod srq;
+pub mod state;
 pub mod verbs;
 pub mod wire;
 

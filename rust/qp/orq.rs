@@ -1,102 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The QP's RDMA Read queues and what they hold: the bounded [`Fifo`],
-//! the [`Orq`] of outbound Reads awaiting their Read Response (ORD), the
-//! [`Irq`] of inbound Read Requests to answer (IRD) with the TERMINATE the
-//! receive side hands to the transmit work, and [`WrRef`], what the
-//! completion of a work request whose queue slot was given back needs.
+//! The QP's RDMA Read queues and what they hold: the [`Orq`] of outbound
+//! Reads awaiting their Read Response (ORD), the [`Irq`] of inbound Read
+//! Requests to answer (IRD) with the TERMINATE the receive side hands to
+//! the transmit work, both in a bounded [`Fifo`] (the ring of
+//! [`crate::state::fifo`] in a `KVec`), and [`WrRef`], what the completion
+//! of a work request whose queue slot was given back needs.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{alloc::AllocError, prelude::*, sync::Arc};
 
 use crate::kif::queue::{Sge, Sqe};
 use crate::mem::Mem;
+use crate::state::fifo::{self, Slots};
 use crate::wire::rdmap::ReadRequest;
 
 /// Largest TERMINATE ULPDU: header (22), DDP segment length (2) and a
 /// copied Read Request header (46).
 pub(super) const TERM_MAX: usize = 72;
 
-/// A bounded first-in first-out queue whose capacity (ORD or IRD) is set
-/// when the connection starts; none before.
-pub struct Fifo<T> {
-    ents: KVec<Option<T>>,
-    head: usize,
-    len: usize,
-}
+/// A bounded first-in first-out queue in a `KVec` whose capacity (ORD or
+/// IRD) is set when the connection starts; none before.
+pub type Fifo<T> = fifo::Fifo<T, KVec<Option<T>>>;
 
-impl<T> Fifo<T> {
-    /// A queue without capacity.
-    pub const fn new() -> Self {
-        Self {
-            ents: KVec::new(),
-            head: 0,
-            len: 0,
-        }
-    }
+impl<T> Slots<T> for KVec<Option<T>> {
+    type Error = AllocError;
 
-    /// An empty queue of `cap` slots.
-    pub(super) fn with_capacity(cap: usize) -> Result<Self> {
-        let mut ents = KVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
+    fn with_len(n: usize) -> core::result::Result<Self, AllocError> {
+        let mut ents = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
             ents.push(None, GFP_KERNEL)?;
         }
-        Ok(Self {
-            ents,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Queued entries.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Slots in all.
-    pub(super) fn capacity(&self) -> usize {
-        self.ents.len()
-    }
-
-    /// The oldest entry.
-    fn head_mut(&mut self) -> Option<&mut T> {
-        if self.len == 0 {
-            return None;
-        }
-        self.ents.get_mut(self.head).and_then(|e| e.as_mut())
-    }
-
-    /// Removes the oldest entry.
-    pub(super) fn pop(&mut self) -> Option<T> {
-        if self.len == 0 {
-            return None;
-        }
-        let cap = self.ents.len();
-        let e = self.ents.get_mut(self.head).and_then(|e| e.take());
-        self.head = (self.head + 1) % cap.max(1);
-        self.len -= 1;
-        e
-    }
-
-    /// Appends `e`; gives it back when the queue is full.
-    pub(super) fn push(&mut self, e: T) -> core::result::Result<(), T> {
-        let cap = self.ents.len();
-        if self.len >= cap {
-            return Err(e);
-        }
-        let i = (self.head + self.len) % cap;
-        match self.ents.get_mut(i) {
-            Some(slot) => {
-                *slot = Some(e);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(e),
-        }
+        Ok(ents)
     }
 }
 
@@ -158,12 +92,6 @@ impl WrRef {
     }
 }
 
-impl<T> Default for Fifo<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Default for Orq {
     fn default() -> Self {
         Self::new()
@@ -180,7 +108,7 @@ impl Orq {
     /// An empty queue (no capacity until the connection starts).
     pub const fn new() -> Self {
         Self {
-            q: Fifo::new(),
+            q: Fifo::from_slots(KVec::new()),
             stalled: false,
         }
     }
@@ -243,7 +171,7 @@ impl Irq {
     /// An empty queue (no capacity until the connection starts).
     pub const fn new() -> Self {
         Self {
-            q: Fifo::new(),
+            q: Fifo::from_slots(KVec::new()),
             active: false,
             term: None,
         }

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Posting work requests: the user-space doorbell (which transmits in the
+//! caller's context or hands off to the transmit work), the send and
+//! receive work requests of kernel consumers written into the rings, and
+//! the flush of work requests posted to a QP in error.
+
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
+
+use super::{tx, Qp};
+use crate::base::{
+    abi::{op, wc, wqe},
+    stats::Counter,
+    Rsiw,
+};
+use crate::kif::{
+    queue::{Cqe, Rqe, Sqe},
+    wr::{RecvWrs, SendKind, SendWr, SendWrs},
+};
+use crate::mem::access;
+use crate::state::qp::Post;
+
+/// The send queue opcode of a work request.
+fn opcode(kind: &SendKind) -> u8 {
+    match kind {
+        SendKind::Send { invalidate: None } => op::SEND,
+        SendKind::Send {
+            invalidate: Some(_),
+        } => op::SEND_REMOTE_INV,
+        SendKind::Write { .. } => op::WRITE,
+        SendKind::Read {
+            invalidate_local: false,
+            ..
+        } => op::READ,
+        SendKind::Read {
+            invalidate_local: true,
+            ..
+        } => op::READ_LOCAL_INV,
+        SendKind::LocalInv { .. } => op::INVAL_STAG,
+        SendKind::RegMr { .. } => op::REG_MR,
+    }
+}
+
+/// The send queue element of a kernel consumer's work request with at
+/// most `max_sge` SGEs (`EINVAL` for more, and for a Read without exactly
+/// one sink SGE).
+fn sqe_of(wr: &SendWr, max_sge: u32) -> Result<Sqe> {
+    if wr.num_sge > max_sge as usize {
+        return Err(EINVAL);
+    }
+    let mut sqe = Sqe {
+        id: wr.id,
+        flags: 0,
+        num_sge: wr.num_sge as u8,
+        opcode: opcode(&wr.kind),
+        rkey: 0,
+        raddr: 0,
+        sge: wr.sge,
+        access: 0,
+    };
+    if wr.signaled {
+        sqe.flags |= wqe::SIGNALLED;
+    }
+    if wr.fence {
+        sqe.flags |= wqe::READ_FENCE;
+    }
+    match wr.kind {
+        SendKind::Send { invalidate } => {
+            if wr.solicited {
+                sqe.flags |= wqe::SOLICITED;
+            }
+            if let Some(k) = invalidate {
+                sqe.rkey = k;
+            }
+        }
+        SendKind::Write { raddr, rkey } => {
+            sqe.raddr = raddr;
+            sqe.rkey = rkey;
+        }
+        SendKind::Read { raddr, rkey, .. } => {
+            if wr.num_sge != 1 {
+                return Err(EINVAL);
+            }
+            sqe.raddr = raddr;
+            sqe.rkey = rkey;
+        }
+        SendKind::LocalInv { stag } => sqe.rkey = stag,
+        SendKind::RegMr {
+            mr,
+            key,
+            access: acc,
+            iova,
+            length,
+        } => {
+            sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
+            sqe.rkey = key;
+            sqe.access = (acc & access::IWARP_MASK) as u64;
+            // The region as the request sees it (see `tx::reg_mr`). In
+            // `siw_sqe`, `access` shares its union with sge[0]: the values
+            // go into sge[1].
+            sqe.sge[1].addr = iova;
+            sqe.sge[1].length = u32::try_from(length).unwrap_or(u32::MAX);
+        }
+    }
+    if let Some((data, len)) = wr.inline {
+        sqe.flags |= wqe::INLINE;
+        sqe.num_sge = 1;
+        sqe.sge[0].length = len as u32;
+        sqe.set_inline_data(&data);
+    }
+    Ok(sqe)
+}
+
+impl Qp {
+    /// Posts send work requests. Kernel consumers pass a list; user space
+    /// rings the doorbell with an empty one.
+    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_>) -> Result {
+        if !self.kernel {
+            if !wrs.is_empty() {
+                return Err(EINVAL);
+            }
+            return self.doorbell();
+        }
+        let mut inner = self.inner.lock();
+        match inner.state.post_send() {
+            Post::Queue => {}
+            Post::Flush => {
+                drop(inner);
+                return self.flush_send_wrs(wrs);
+            }
+            Post::NotConnected => return Err(crate::kif::enotconn()),
+        }
+        for wr in wrs {
+            let wr = wr?;
+            let i = inner.sq_put;
+            if self.sq.flags(i) != 0 {
+                return Err(ENOMEM);
+            }
+            let sqe = sqe_of(&wr, self.caps.sq_max_sge)?;
+            self.sq.write(i, &sqe);
+            self.sq.set_flags(i, sqe.flags | wqe::VALID);
+            inner.sq_put = i.wrapping_add(1);
+        }
+        drop(inner);
+        tx::kick(self);
+        Ok(())
+    }
+
+    /// The user-space doorbell: user space wrote its work requests into
+    /// the send queue ring itself.
+    #[inline]
+    fn doorbell(self: &Arc<Self>) -> Result {
+        match self.state().post_send() {
+            // The doorbell is a system call: transmit right here, as siw
+            // does, instead of waking the workqueue (a scheduling round
+            // trip per message costs latency). The work item takes over
+            // when TCP is full.
+            Post::Queue => {
+                // An application that streams (nothing received since its
+                // last doorbell, its last message still not acknowledged)
+                // is not waiting for a reply: a worker on another CPU sends
+                // for it, and sends what it posts meanwhile in one go,
+                // while the application goes on posting. A ping-pong
+                // (something arrived in between) sends in the system call:
+                // a wake-up costs latency. (A plain store clears the flag:
+                // a receive that sets it again in between is lost, and the
+                // next doorbell may then hand off to the worker, which
+                // only costs that message a wake-up.)
+                let rx = self.rx_seen.load(Ordering::Relaxed);
+                if rx {
+                    self.rx_seen.store(false, Ordering::Relaxed);
+                }
+                if !rx && self.tx_streaming.load(Ordering::Relaxed) {
+                    self.schedule_tx_elsewhere();
+                } else {
+                    tx::run_answer(self, rx);
+                    self.stats.inc(Counter::TxDoorbellRuns);
+                }
+                Ok(())
+            }
+            Post::Flush => {
+                self.flush_sq();
+                Ok(())
+            }
+            Post::NotConnected => Err(crate::kif::enotconn()),
+        }
+    }
+
+    /// Completes kernel send work requests of a QP in error with flush
+    /// errors (`ib_drain_sq`).
+    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_>) -> Result {
+        for wr in wrs {
+            let wr = wr?;
+            let c = Cqe {
+                id: wr.id,
+                flags: 0,
+                opcode: opcode(&wr.kind),
+                status: wc::WR_FLUSH_ERR,
+                bytes: 0,
+                imm_or_inval: 0,
+                qp: self.cqe_qp(),
+            };
+            self.scq.push(&c, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Posts kernel receive work requests.
+    pub fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
+        let Some(rq) = &self.rq else {
+            return Err(EINVAL);
+        };
+        if !self.kernel {
+            return Err(EINVAL);
+        }
+        let mut inner = self.inner.lock();
+        match inner.state.post_recv() {
+            Post::Queue => {}
+            Post::Flush => {
+                drop(inner);
+                return self.flush_recv_wrs(wrs);
+            }
+            Post::NotConnected => return Err(crate::kif::enotconn()),
+        }
+        for wr in wrs {
+            rq.post(&mut inner.rq_put, &wr?, self.caps.rq_max_sge)?;
+        }
+        Ok(())
+    }
+
+    /// Completes kernel receive work requests of a QP in error with flush
+    /// errors (`ib_drain_rq`).
+    fn flush_recv_wrs(&self, wrs: &mut RecvWrs<'_>) -> Result {
+        for wr in wrs {
+            let wr = wr?;
+            let rqe = Rqe {
+                id: wr.id,
+                flags: 0,
+                num_sge: 0,
+                sge: wr.sge,
+            };
+            self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR)?;
+        }
+        Ok(())
+    }
+}
