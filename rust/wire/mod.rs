@@ -17,6 +17,8 @@
 //! - [`term`]: the RDMAP TERMINATE message.
 //! - [`rx`]: the resumable, zero-copy receive deframer.
 //! - [`tx`]: FPDU framing plans, segmentation and batching.
+//! - [`txstream`]: a transmit stream across send calls: FPDU and batch
+//!   sizes, the FPDUs of the next call, what a partial send means.
 
 pub mod connect;
 pub mod crc;
@@ -28,6 +30,7 @@ pub mod rdmap;
 pub mod rx;
 pub mod term;
 pub mod tx;
+pub mod txstream;
 
 /// Reads a big endian `u16` at `off`, `None` when out of range.
 pub(crate) fn be16(buf: &[u8], off: usize) -> Option<u16> {

@@ -582,6 +582,11 @@ impl Segmenter {
         self.total - self.done
     }
 
+    /// Whether the last segment was cut (an empty message has one).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
     /// The next segment carrying at most `max_payload` octets (at least
     /// one octet per segment unless the message is empty). `None` when the
     /// message is complete.

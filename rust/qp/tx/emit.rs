@@ -3,193 +3,36 @@
 //! FPDU emission for the transmit engine: frames the current job's next
 //! batch of DDP segments (ULPDU_Length, headers, markers, PAD and CRC
 //! written into the scratch area, payload sent straight from where it
-//! lies) and hands it to TCP in one send call; a batch TCP took only part
-//! of is rebuilt identically and resumed.
+//! lies) and hands it to TCP in one send call. Which FPDUs go into the
+//! batch and what a partial send means are the wire core's
+//! ([`crate::wire::txstream`]): a batch TCP took only part of is planned
+//! again identically and resumed after the octets TCP took.
 
 use kernel::prelude::*;
 
-use super::{Job, Src, TxState, SCRATCH};
+use super::job::Job;
+use super::state::{Emission, TxState, SCRATCH};
 use crate::base::stats::{Counter, Stats};
-use crate::mem::access::mem_slice;
+use crate::kif::crc::KernelCrc32c;
 use crate::qp::orq::TERM_MAX;
 use crate::qp::Conn;
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
-    markers::MARKER_PAYLOAD_SPAN,
-    mpa::{MpaMode, LARGE_FPDU_PAYLOAD},
-    tx::{frame_plain_head, Segment, TxBatch, TxPiece, PLAIN_TAIL_MAX},
+    tx::{frame_plain_head, FpduPlan, Segment, TxPiece, PLAIN_TAIL_MAX},
+    txstream::{skip_taken, BatchPlanner, CallCaps, Taken},
 };
 
-/// Largest number of octets handed to TCP in one send call.
-pub const BATCH_BUDGET: u32 = 64 * 1024;
-/// The same towards a peer that takes large FPDUs: two full FPDUs of
-/// [`LARGE_FPDU_PAYLOAD`] with their headers, PAD and CRC.
-const LARGE_BATCH_BUDGET: u32 = 2 * (LARGE_FPDU_PAYLOAD + 64);
 /// Largest number of kvec pieces of one send call (the socket's limit).
-pub const MAX_PIECES: usize = 32;
-/// Payload cap per FPDU with markers, so that one FPDU's pieces always fit
-/// one send call (each marker may split the payload).
-const MARKER_FPDU_PAYLOAD: u32 = 8 * MARKER_PAYLOAD_SPAN;
+const MAX_PIECES: usize = 32;
 /// Header buffer size (the largest DDP/RDMAP header or TERMINATE ULPDU).
 const HDR_MAX: usize = TERM_MAX;
-
-/// One kvec piece of a batch under construction.
-#[derive(Clone, Copy)]
-enum Piece<'a> {
-    /// Scratch octets `start..end`.
-    Scratch(usize, usize),
-    /// Payload octets.
-    Data(&'a [u8]),
-}
-
-/// Collects the pieces of one send call.
-struct Pieces<'a> {
-    p: [Piece<'a>; MAX_PIECES],
-    n: usize,
-    /// Scratch octets used.
-    s: usize,
-}
-
-impl<'a> Pieces<'a> {
-    fn push(&mut self, piece: Piece<'a>) -> Result {
-        // Merge adjacent scratch ranges into one kvec.
-        if let (Piece::Scratch(a, b), Some(Piece::Scratch(_, end))) =
-            (piece, self.n.checked_sub(1).and_then(|i| self.p.get_mut(i)))
-        {
-            if *end == a {
-                *end = b;
-                return Ok(());
-            }
-        }
-        let slot = self.p.get_mut(self.n).ok_or(ENOSPC)?;
-        *slot = piece;
-        self.n += 1;
-        Ok(())
-    }
-
-    /// Appends `bytes` to the scratch area and as a piece.
-    fn scratch(&mut self, scratch: &mut [u8], bytes: &[u8]) -> Result {
-        let end = self.s.checked_add(bytes.len()).ok_or(ENOSPC)?;
-        scratch
-            .get_mut(self.s..end)
-            .ok_or(ENOSPC)?
-            .copy_from_slice(bytes);
-        let start = self.s;
-        self.s = end;
-        self.push(Piece::Scratch(start, end))
-    }
-}
-
-/// A slice of the payload of `job` at message offset `off`, at most `max`
-/// octets.
-fn payload_slice(job: &Job, off: u32, max: u32) -> Result<&[u8]> {
-    match &job.src {
-        Src::None => Err(EINVAL),
-        Src::Inline(data) => {
-            let start = off as usize;
-            let end = start.checked_add(max as usize).ok_or(EINVAL)?;
-            data.get(start..end).ok_or(EINVAL)
-        }
-        Src::Sgl { mems, n } => {
-            let mut base = 0u32;
-            for (s, m) in job.sqe.sge.iter().zip(mems.iter()).take(*n) {
-                let end = base.checked_add(s.length).ok_or(EINVAL)?;
-                if off < end && s.length > 0 {
-                    let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
-                    let want = max.min(end - off);
-                    let mem = m.as_ref().ok_or(EINVAL)?;
-                    let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
-                    return mem_slice(mem, addr, want);
-                }
-                base = end;
-            }
-            Err(EINVAL)
-        }
-    }
-}
-
-/// The header of segment `seg` of `job`, encoded into `out`.
-fn segment_header(job: &Job, seg: &Segment, out: &mut [u8]) -> Option<usize> {
-    if let Some(t) = &job.term {
-        let n = usize::from(t.len);
-        out.get_mut(..n)?.copy_from_slice(t.buf.get(..n)?);
-        return Some(n);
-    }
-    job.hdr.encode_segment(seg.last, seg.offset, out)
-}
-
-/// Payload pieces [`send_single`] handles (more go the general way).
-const SINGLE_PIECES: usize = 4;
-
-/// Sends segment `sg` (the last one) of `job` as one FPDU without markers:
-/// ULPDU_Length and header, the payload where it lies, PAD and CRC.
-/// Returns the octets TCP took and the FPDU's length, or `None` when the
-/// payload has more than [`SINGLE_PIECES`] pieces (nothing was sent).
-fn send_single(
-    conn: &Conn,
-    job: &Job,
-    sg: &crate::wire::tx::Segment,
-    crc: bool,
-    more: bool,
-) -> Result<Option<(usize, usize)>> {
-    // The header is encoded where it is sent from, after the room of the
-    // ULPDU_Length field.
-    let mut head = [0u8; 2 + HDR_MAX];
-    let hn = segment_header(job, sg, head.get_mut(2..).unwrap_or(&mut [])).ok_or(EINVAL)?;
-    let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
-    let mut nd = 0;
-    let mut done = 0u32;
-    while done < sg.len {
-        let Some(slot) = data.get_mut(nd) else {
-            return Ok(None);
-        };
-        let o = sg.offset.checked_add(done).ok_or(EINVAL)?;
-        let d = payload_slice(job, o, sg.len - done)?;
-        if d.is_empty() {
-            return Err(EFAULT);
-        }
-        *slot = d;
-        nd += 1;
-        done += d.len() as u32;
-    }
-    let data = data.get(..nd).unwrap_or(&[]);
-    let mut tail = [0u8; PLAIN_TAIL_MAX];
-    let mut c = crate::kif::crc::KernelCrc32c::new();
-    let (hl, tl) = frame_plain_head(hn, data, crc.then_some(&mut c), &mut head, &mut tail)
-        .map_err(|_| EINVAL)?;
-    let mut v: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
-    let pieces = Iterator::chain(
-        Iterator::chain(
-            core::iter::once(head.get(..hl).unwrap_or(&[])),
-            data.iter().copied(),
-        ),
-        core::iter::once(tail.get(..tl).unwrap_or(&[])),
-    );
-    for (slot, p) in v.iter_mut().zip(pieces) {
-        *slot = p;
-    }
-    let total = hl + sg.len as usize + tl;
-    let n = conn.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
-    Ok(Some((n, total)))
-}
-
-/// The largest payload of one FPDU of a segment with a header of `hdr_len`
-/// octets on `conn`.
-fn max_payload(conn: &Conn, mode: MpaMode, hdr_len: usize) -> u32 {
-    let max = if conn.large_fpdu {
-        LARGE_FPDU_PAYLOAD
-    } else {
-        conn.mulpdu
-            .min(crate::wire::mpa::MAX_ULPDU_LEN)
-            .saturating_sub(hdr_len as u32)
-            .max(1)
-    };
-    if mode.markers {
-        max.min(MARKER_FPDU_PAYLOAD)
-    } else {
-        max
-    }
-}
+/// What one send call carries besides its budget: payload comes in
+/// pieces of at most a page (see `mem_slice`).
+const CAPS: CallCaps = CallCaps {
+    pieces: MAX_PIECES,
+    scratch: SCRATCH,
+    payload_shift: 12,
+};
 
 /// What [`send_batch`] did with the current batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,243 +51,321 @@ pub(super) enum Sent {
 /// sends what TCP has not taken yet, and commits when all of it went out.
 /// An error is a failure of the connection, not a full send buffer.
 pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<Sent> {
-    let TxState {
-        off,
-        job: job_slot,
-        sent,
-        mode,
-        corked,
-        conn,
-        ..
-    } = tx;
-    let Some(conn) = conn.as_deref() else {
-        return Err(crate::kif::enotconn());
-    };
-    let Some(job) = job_slot.as_ref() else {
+    let Some(mut e) = tx.emission()? else {
         return Ok(Sent::Done);
     };
-    let mode = *mode;
-    let hdr_len = if let Some(t) = &job.term {
-        usize::from(t.len)
-    } else {
-        job.hdr.len()
-    };
-    let max_payload = max_payload(conn, mode, hdr_len);
+    let hdr_len = e.job.hdr_len();
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
-    if !mode.markers && *sent == 0 && job.term.is_none() {
-        let mut s2 = job.seg;
-        if let Some(sg) = s2.next_segment(max_payload).filter(|s| s.last) {
-            let single = match send_single(conn, job, &sg, mode.crc, queued) {
-                Err(e) if e == EAGAIN => return Ok(Sent::TcpFull),
-                r => r?,
-            };
-            if let Some((n, total)) = single {
-                stats.inc(Counter::TxTcpSends);
-                *corked = queued;
-                if n < total {
-                    // The general path rebuilds the same octets and goes
-                    // on after the `n` TCP took.
-                    *sent = n;
-                    stats.inc(Counter::TxTcpFull);
-                    return Ok(Sent::TcpFull);
-                }
-                stats.inc(Counter::TxFpdus);
-                stats.add(Counter::TxPayload, u64::from(sg.len));
-                *off = off.wrapping_add(total as u32);
-                if let Some(j) = job_slot.as_mut() {
-                    j.seg = s2;
-                }
-                return Ok(Sent::Done);
+    if !e.limits.mode.markers && e.job.term.is_none() {
+        if let Some(sg) = e.pos.rest_in_one(e.limits.max_payload(hdr_len)) {
+            if let Some(sent) = send_rest_in_one(&mut e, &sg, stats, queued)? {
+                return Ok(sent);
             }
         }
     }
-    send_planned(tx, stats, queued, hdr_len, max_payload)
+    send_planned(&mut e, stats, queued, hdr_len)
+}
+
+/// Sends segment `sg`, the rest of the job, as one FPDU without markers
+/// and accounts it. `None` when the payload has too many pieces for that
+/// (nothing was sent).
+fn send_rest_in_one(
+    e: &mut Emission<'_>,
+    sg: &Segment,
+    stats: &Stats,
+    queued: bool,
+) -> Result<Option<Sent>> {
+    let single = match send_single(e.conn, e.job, sg, e.limits.mode.crc, queued) {
+        Err(err) if err == EAGAIN => return Ok(Some(Sent::TcpFull)),
+        r => r?,
+    };
+    let Some((n, total)) = single else {
+        return Ok(None);
+    };
+    stats.inc(Counter::TxTcpSends);
+    e.sent(queued, false);
+    if e.pos.account_one(n, total) == Taken::Part {
+        // The planned way rebuilds the same octets and goes on after the
+        // `n` TCP took.
+        stats.inc(Counter::TxTcpFull);
+        return Ok(Some(Sent::TcpFull));
+    }
+    stats.inc(Counter::TxFpdus);
+    stats.add(Counter::TxPayload, u64::from(sg.len));
+    Ok(Some(Sent::Done))
+}
+
+/// Payload pieces [`send_single`] handles (more go the planned way).
+const SINGLE_PIECES: usize = 4;
+
+/// Sends segment `sg` (the last one) of `job` as one FPDU without markers:
+/// ULPDU_Length and header, the payload where it lies, PAD and CRC.
+/// Returns the octets TCP took and the FPDU's length, or `None` when the
+/// payload has more than [`SINGLE_PIECES`] pieces (nothing was sent).
+fn send_single(
+    conn: &Conn,
+    job: &Job,
+    sg: &Segment,
+    crc: bool,
+    more: bool,
+) -> Result<Option<(usize, usize)>> {
+    // The header is encoded where it is sent from, after the room of the
+    // ULPDU_Length field.
+    let mut head = [0u8; 2 + HDR_MAX];
+    let hn = job
+        .header(sg, head.get_mut(2..).unwrap_or(&mut []))
+        .ok_or(EINVAL)?;
+    let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
+    let mut nd = 0;
+    let mut done = 0u32;
+    while done < sg.len {
+        let Some(slot) = data.get_mut(nd) else {
+            return Ok(None);
+        };
+        let o = sg.offset.checked_add(done).ok_or(EINVAL)?;
+        let d = job.payload(o, sg.len - done)?;
+        if d.is_empty() {
+            return Err(EFAULT);
+        }
+        *slot = d;
+        nd += 1;
+        done += d.len() as u32;
+    }
+    let data = data.get(..nd).unwrap_or(&[]);
+    let mut tail = [0u8; PLAIN_TAIL_MAX];
+    let mut c = KernelCrc32c::new();
+    let (hl, tl) = frame_plain_head(hn, data, crc.then_some(&mut c), &mut head, &mut tail)
+        .map_err(|_| EINVAL)?;
+    let mut v: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
+    let pieces = Iterator::chain(
+        Iterator::chain(
+            core::iter::once(head.get(..hl).unwrap_or(&[])),
+            data.iter().copied(),
+        ),
+        core::iter::once(tail.get(..tl).unwrap_or(&[])),
+    );
+    for (slot, p) in v.iter_mut().zip(pieces) {
+        *slot = p;
+    }
+    let total = hl + sg.len as usize + tl;
+    let n = conn.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
+    Ok(Some((n, total)))
 }
 
 /// The general way of [`send_batch`]: the planner, for messages of several
-/// FPDUs, markers, TERMINATEs and resumed partial sends. `hdr_len` and
-/// `max_payload` are the job's, as `send_batch` found them.
+/// FPDUs, markers, TERMINATEs and resumed partial sends. `hdr_len` is the
+/// job's.
 #[inline(never)]
-fn send_planned(
-    tx: &mut TxState,
-    stats: &Stats,
-    queued: bool,
-    hdr_len: usize,
-    max_payload: u32,
-) -> Result<Sent> {
-    let TxState {
-        off,
-        job: job_slot,
-        sent,
-        mode,
-        scratch,
-        corked,
-        conn,
-        ..
-    } = tx;
-    let (Some(conn), Some(job)) = (conn.as_deref(), job_slot.as_ref()) else {
+fn send_planned(e: &mut Emission<'_>, stats: &Stats, queued: bool, hdr_len: usize) -> Result<Sent> {
+    let job = e.job;
+    let crc = e.limits.mode.crc;
+    let mut planner = e.pos.planner(e.limits, hdr_len, job.src.buffers(), CAPS);
+    let mut batch = Batch::new(e.scratch);
+    batch.plan(&mut planner, job, hdr_len, crc)?;
+    if batch.n == 0 {
+        // Nothing fits (cannot happen with the caps above).
         return Err(EINVAL);
+    }
+    let mut v: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let (nv, total) = batch.kvecs(&mut v)?;
+    // More segments of the message follow right away: let TCP coalesce.
+    let more = !planner.end().message_done();
+    let rest = skip_taken(v.get_mut(..nv).unwrap_or(&mut []), e.pos.taken());
+    let n = match e.conn.sock.send(rest, more || queued) {
+        Ok(n) => n,
+        Err(err) if err == EAGAIN => {
+            stats.inc(Counter::TxTcpFull);
+            return Ok(Sent::TcpFull);
+        }
+        Err(err) => return Err(err),
     };
-    let mode = *mode;
-    let budget = if conn.large_fpdu {
-        LARGE_BATCH_BUDGET
+    stats.inc(Counter::TxTcpSends);
+    e.sent(queued, more);
+    Ok(account(e, stats, n, total, &planner))
+}
+
+/// Accounts the `n` octets TCP took of a batch of `total` octets planned
+/// by `planner`.
+fn account(
+    e: &mut Emission<'_>,
+    stats: &Stats,
+    n: usize,
+    total: usize,
+    planner: &BatchPlanner,
+) -> Sent {
+    let taken = e.pos.account(n, total, planner.end());
+    if taken == Taken::Part {
+        stats.inc(Counter::TxTcpFull);
+        return Sent::TcpFull;
+    }
+    stats.add(Counter::TxFpdus, planner.fpdus());
+    stats.add(Counter::TxPayload, planner.payload());
+    if taken == Taken::Message {
+        Sent::Done
     } else {
-        BATCH_BUDGET
-    };
-    let mut batch = TxBatch::new(mode, *off, budget);
-    // Payload pieces per FPDU: page-sized at most, so a chunk of one SGE
-    // adds at most two more than its length in pages.
-    let sges = match &job.src {
-        Src::Sgl { n, .. } => (*n).max(1),
-        Src::Inline(_) | Src::None => 1,
-    };
-    let mut seg = job.seg;
-    let mut pieces = Pieces {
-        p: [Piece::Scratch(0, 0); MAX_PIECES],
-        n: 0,
-        s: 0,
-    };
-    let mut hdr = [0u8; HDR_MAX];
-    let mut crc = crate::kif::crc::KernelCrc32c::new();
-    let (mut fpdus, mut payload) = (0u64, 0u64);
-    loop {
-        let (mut b2, mut s2) = (batch, seg);
-        // A large FPDU that the budget left would cut short starts the
-        // next call instead.
-        let next = if conn.large_fpdu {
-            b2.next_whole_segment(&mut s2, hdr_len, max_payload)
-        } else {
-            b2.next_segment(&mut s2, hdr_len, max_payload)
-        };
-        let Some((sg, plan)) = next else {
-            break;
-        };
-        // Worst case pieces and scratch of this FPDU.
-        let need_p = 4 + 2 * plan.markers() as usize + (sg.len as usize >> 12) + 2 * sges;
-        let need_s = 2 + hdr_len + 3 + 4 + 4 * plan.markers() as usize;
-        if pieces.n + need_p > MAX_PIECES || pieces.s + need_s > SCRATCH {
-            break;
+        Sent::More
+    }
+}
+
+/// One kvec piece of a batch under construction.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    /// Scratch octets `start..end`.
+    Scratch(usize, usize),
+    /// Payload octets.
+    Data(&'a [u8]),
+}
+
+/// The pieces of one send call under construction, with the scratch area
+/// the fields between the payload pieces are written into.
+struct Batch<'a, 's> {
+    p: [Piece<'a>; MAX_PIECES],
+    n: usize,
+    /// Scratch octets used.
+    s: usize,
+    scratch: &'s mut [u8; SCRATCH],
+}
+
+impl<'a, 's> Batch<'a, 's> {
+    fn new(scratch: &'s mut [u8; SCRATCH]) -> Self {
+        Self {
+            p: [Piece::Scratch(0, 0); MAX_PIECES],
+            n: 0,
+            s: 0,
+            scratch,
         }
-        let hn = segment_header(job, &sg, &mut hdr).ok_or(EINVAL)?;
-        if hn != hdr_len {
-            return Err(EINVAL);
+    }
+
+    fn push(&mut self, piece: Piece<'a>) -> Result {
+        // Merge adjacent scratch ranges into one kvec.
+        if let (Piece::Scratch(a, b), Some(Piece::Scratch(_, end))) =
+            (piece, self.n.checked_sub(1).and_then(|i| self.p.get_mut(i)))
+        {
+            if *end == a {
+                *end = b;
+                return Ok(());
+            }
         }
-        crc.reset();
+        let slot = self.p.get_mut(self.n).ok_or(ENOSPC)?;
+        *slot = piece;
+        self.n += 1;
+        Ok(())
+    }
+
+    /// Appends `bytes` to the scratch area and as a piece.
+    fn put(&mut self, bytes: &[u8]) -> Result {
+        let start = self.s;
+        let end = start.checked_add(bytes.len()).ok_or(ENOSPC)?;
+        self.scratch
+            .get_mut(start..end)
+            .ok_or(ENOSPC)?
+            .copy_from_slice(bytes);
+        self.s = end;
+        self.push(Piece::Scratch(start, end))
+    }
+
+    /// Frames the FPDUs `planner` plans for `job` (headers of `hdr_len`
+    /// octets, with a CRC when `crc`) into the batch.
+    fn plan(
+        &mut self,
+        planner: &mut BatchPlanner,
+        job: &'a Job,
+        hdr_len: usize,
+        crc: bool,
+    ) -> Result {
+        let mut hdr = [0u8; HDR_MAX];
+        let mut c = KernelCrc32c::new();
+        while let Some((sg, plan)) = planner.next_fpdu(self.n, self.s) {
+            let hn = job.header(&sg, &mut hdr).ok_or(EINVAL)?;
+            if hn != hdr_len {
+                return Err(EINVAL);
+            }
+            c.reset();
+            self.frame(job, &sg, &plan, &hdr, crc.then_some(&mut c))?;
+        }
+        Ok(())
+    }
+
+    /// Frames one FPDU of segment `sg` of `job` laid out by `plan`, with
+    /// header `hdr`; the CRC is computed into `crc` when there is one.
+    fn frame(
+        &mut self,
+        job: &'a Job,
+        sg: &Segment,
+        plan: &FpduPlan,
+        hdr: &[u8],
+        mut crc: Option<&mut KernelCrc32c>,
+    ) -> Result {
         let mut crc_bytes = None;
         for piece in plan.pieces() {
             match piece {
                 TxPiece::Inline(i) => {
-                    let start = pieces.s;
-                    pieces.scratch(scratch, i.bytes())?;
-                    if mode.crc && i.crc {
-                        crc.update(scratch.get(start..pieces.s).unwrap_or(&[]));
+                    self.put(i.bytes())?;
+                    if let Some(c) = crc.as_deref_mut().filter(|_| i.crc) {
+                        c.update(i.bytes());
                     }
                 }
                 TxPiece::Header { start, end } => {
                     let b = hdr.get(start as usize..end as usize).ok_or(EINVAL)?;
-                    pieces.scratch(scratch, b)?;
-                    if mode.crc {
-                        crc.update(b);
+                    self.put(b)?;
+                    if let Some(c) = crc.as_deref_mut() {
+                        c.update(b);
                     }
                 }
                 TxPiece::Payload { offset, len } => {
-                    let mut done = 0u32;
-                    while done < len {
-                        let o = sg
-                            .offset
-                            .checked_add(offset)
-                            .and_then(|x| x.checked_add(done))
-                            .ok_or(EINVAL)?;
-                        let d = payload_slice(job, o, len - done)?;
-                        if d.is_empty() {
-                            return Err(EFAULT);
-                        }
-                        if mode.crc {
-                            crc.update(d);
-                        }
-                        pieces.push(Piece::Data(d))?;
-                        done += d.len() as u32;
-                    }
+                    let o = sg.offset.checked_add(offset).ok_or(EINVAL)?;
+                    self.payload(job, o, len, crc.as_deref_mut())?;
                 }
                 TxPiece::Crc { start, end } => {
-                    let v = *crc_bytes.get_or_insert_with(|| {
-                        if mode.crc {
-                            crc_to_wire(crc.finalize())
-                        } else {
-                            [0; 4]
-                        }
+                    let v = *crc_bytes.get_or_insert_with(|| match crc.as_deref() {
+                        Some(c) => crc_to_wire(c.finalize()),
+                        None => [0; 4],
                     });
                     let b = v.get(usize::from(start)..usize::from(end)).ok_or(EINVAL)?;
-                    pieces.scratch(scratch, b)?;
+                    self.put(b)?;
                 }
             }
         }
-        batch = b2;
-        seg = s2;
-        fpdus += 1;
-        payload += u64::from(sg.len);
+        Ok(())
     }
-    if pieces.n == 0 {
-        // Nothing fits (cannot happen with the caps above).
-        return Err(EINVAL);
-    }
-    let total: usize = pieces
-        .p
-        .iter()
-        .take(pieces.n)
-        .map(|p| match p {
-            Piece::Scratch(a, b) => b - a,
-            Piece::Data(d) => d.len(),
-        })
-        .sum();
-    // Materialise the kvecs, skipping what TCP took already.
-    let mut v: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let mut nv = 0;
-    let mut skip = *sent;
-    for p in pieces.p.iter().take(pieces.n) {
-        let b: &[u8] = match *p {
-            Piece::Scratch(a, e) => scratch.get(a..e).ok_or(EINVAL)?,
-            Piece::Data(d) => d,
-        };
-        if skip >= b.len() {
-            skip -= b.len();
-            continue;
+
+    /// Appends `len` payload octets of `job` from message offset `off`,
+    /// where they lie, one piece per contiguous run.
+    fn payload(
+        &mut self,
+        job: &'a Job,
+        off: u32,
+        len: u32,
+        mut crc: Option<&mut KernelCrc32c>,
+    ) -> Result {
+        let mut done = 0u32;
+        while done < len {
+            let o = off.checked_add(done).ok_or(EINVAL)?;
+            let d = job.payload(o, len - done)?;
+            if d.is_empty() {
+                return Err(EFAULT);
+            }
+            if let Some(c) = crc.as_deref_mut() {
+                c.update(d);
+            }
+            self.push(Piece::Data(d))?;
+            done += d.len() as u32;
         }
-        let b = b.get(skip..).unwrap_or(&[]);
-        skip = 0;
-        if let Some(slot) = v.get_mut(nv) {
+        Ok(())
+    }
+
+    /// The batch as kvecs in `v`: their number and the batch's length.
+    fn kvecs<'v>(&'v self, v: &mut [&'v [u8]; MAX_PIECES]) -> Result<(usize, usize)> {
+        let mut total = 0;
+        for (slot, p) in v.iter_mut().zip(self.p.iter().take(self.n)) {
+            let b: &[u8] = match *p {
+                Piece::Scratch(a, e) => self.scratch.get(a..e).ok_or(EINVAL)?,
+                Piece::Data(d) => d,
+            };
+            total += b.len();
             *slot = b;
-            nv += 1;
         }
+        Ok((self.n, total))
     }
-    // More segments of the message follow right away: let TCP coalesce.
-    let more = {
-        let mut c = seg;
-        c.next_segment(0).is_some()
-    };
-    let n = match conn.sock.send(v.get(..nv).unwrap_or(&[]), more || queued) {
-        Ok(n) => n,
-        Err(e) if e == EAGAIN => {
-            stats.inc(Counter::TxTcpFull);
-            return Ok(Sent::TcpFull);
-        }
-        Err(e) => return Err(e),
-    };
-    stats.inc(Counter::TxTcpSends);
-    // A send without MSG_MORE pushes everything TCP held back before.
-    *corked = queued || (more && *corked);
-    *sent += n;
-    if *sent < total {
-        stats.inc(Counter::TxTcpFull);
-        return Ok(Sent::TcpFull);
-    }
-    stats.add(Counter::TxFpdus, fpdus);
-    stats.add(Counter::TxPayload, payload);
-    *sent = 0;
-    *off = batch.stream_offset();
-    if let Some(j) = job_slot.as_mut() {
-        j.seg = seg;
-    }
-    Ok(if more { Sent::More } else { Sent::Done })
 }

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The message the transmit engine sends: a [`Job`] (what kind of message,
+//! its header, length and where its payload lies), built by the job
+//! pickers and read by the FPDU emission.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::kif::queue::{Sge, Sqe, MAX_INLINE, MAX_SGE};
+use crate::mem::access::mem_slice;
+use crate::mem::Mem;
+use crate::qp::orq::TermMsg;
+use crate::wire::{
+    rdmap::{Opcode, SegmentHeader},
+    tx::Segment,
+};
+
+/// Where a message's payload comes from.
+pub(super) enum Src {
+    /// No payload.
+    None,
+    /// The inline data of the work request.
+    Inline([u8; MAX_INLINE]),
+    /// Registered memory: the first `n` SGEs of `Job::sqe` with their
+    /// resolved memory objects.
+    Sgl {
+        mems: [Option<Arc<Mem>>; MAX_SGE],
+        n: usize,
+    },
+}
+
+impl Src {
+    /// Registered memory `mem` as the only SGE.
+    pub(super) fn one(mem: Arc<Mem>) -> Self {
+        const NONE: Option<Arc<Mem>> = None;
+        let mut mems = [NONE; MAX_SGE];
+        mems[0] = Some(mem);
+        Self::Sgl { mems, n: 1 }
+    }
+
+    /// Buffers the payload lies in (one for inline data and no payload).
+    pub(super) fn buffers(&self) -> usize {
+        match self {
+            Self::Sgl { n, .. } => (*n).max(1),
+            Self::Inline(_) | Self::None => 1,
+        }
+    }
+}
+
+/// What a job is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// Send or Write (the active work request, see
+    /// [`Orq`](crate::qp::orq::Orq)).
+    Wr,
+    /// RDMA Read Request (already in the ORQ).
+    ReadReq,
+    /// RDMA Read Response.
+    ReadResp,
+    /// TERMINATE.
+    Term,
+    /// The peer-to-peer RTR: a zero length Write, no completion.
+    Rtr,
+}
+
+/// The message being transmitted.
+pub(super) struct Job {
+    pub(super) kind: Kind,
+    /// The work request (Sends/Writes/Reads); the SGL of `Src::Sgl`.
+    pub(super) sqe: Sqe,
+    /// Header of the first segment (later segments adjust MO/TO and L).
+    pub(super) hdr: SegmentHeader,
+    /// Message length.
+    pub(super) total: u32,
+    pub(super) src: Src,
+    /// TERMINATE ULPDU (with `Kind::Term`).
+    pub(super) term: Option<TermMsg>,
+}
+
+/// A send queue element without a work request.
+pub(super) fn empty_sqe() -> Sqe {
+    Sqe {
+        id: 0,
+        flags: 0,
+        num_sge: 0,
+        opcode: 0,
+        rkey: 0,
+        raddr: 0,
+        sge: [Sge::default(); MAX_SGE],
+        access: 0,
+    }
+}
+
+impl Job {
+    /// The TERMINATE `t`.
+    pub(super) fn terminate(t: TermMsg) -> Self {
+        Self {
+            kind: Kind::Term,
+            sqe: empty_sqe(),
+            hdr: SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
+            total: 0,
+            src: Src::None,
+            term: Some(t),
+        }
+    }
+
+    /// The peer-to-peer RTR. siw uses STag 1 ("some HW may treat STag 0
+    /// special"); a zero length Write's STag is not checked by the
+    /// receiver.
+    pub(super) fn rtr() -> Self {
+        Self {
+            kind: Kind::Rtr,
+            sqe: empty_sqe(),
+            hdr: SegmentHeader::write(1, 0, true),
+            total: 0,
+            src: Src::None,
+            term: None,
+        }
+    }
+
+    /// A message of `kind` with no TERMINATE.
+    pub(super) fn message(kind: Kind, sqe: Sqe, hdr: SegmentHeader, total: u32, src: Src) -> Self {
+        Self {
+            kind,
+            sqe,
+            hdr,
+            total,
+            src,
+            term: None,
+        }
+    }
+
+    /// Length of the DDP/RDMAP header (or of the TERMINATE ULPDU).
+    pub(super) fn hdr_len(&self) -> usize {
+        match &self.term {
+            Some(t) => usize::from(t.len),
+            None => self.hdr.len(),
+        }
+    }
+
+    /// The header of segment `seg`, encoded into `out`.
+    pub(super) fn header(&self, seg: &Segment, out: &mut [u8]) -> Option<usize> {
+        if let Some(t) = &self.term {
+            let n = usize::from(t.len);
+            out.get_mut(..n)?.copy_from_slice(t.buf.get(..n)?);
+            return Some(n);
+        }
+        self.hdr.encode_segment(seg.last, seg.offset, out)
+    }
+
+    /// A slice of the payload at message offset `off`, at most `max`
+    /// octets (less where a buffer or a page ends).
+    pub(super) fn payload(&self, off: u32, max: u32) -> Result<&[u8]> {
+        match &self.src {
+            Src::None => Err(EINVAL),
+            Src::Inline(data) => {
+                let start = off as usize;
+                let end = start.checked_add(max as usize).ok_or(EINVAL)?;
+                data.get(start..end).ok_or(EINVAL)
+            }
+            Src::Sgl { mems, n } => {
+                let mut base = 0u32;
+                for (s, m) in self.sqe.sge.iter().zip(mems.iter()).take(*n) {
+                    let end = base.checked_add(s.length).ok_or(EINVAL)?;
+                    if off < end && s.length > 0 {
+                        let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
+                        let want = max.min(end - off);
+                        let mem = m.as_ref().ok_or(EINVAL)?;
+                        let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
+                        return mem_slice(mem, addr, want);
+                    }
+                    base = end;
+                }
+                Err(EINVAL)
+            }
+        }
+    }
+}

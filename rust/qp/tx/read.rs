@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA Read as transmit jobs: an outbound Read's Read Request (the work
+//! request moves to the ORQ, within ORD, before its request is sent; it
+//! completes when the Read Response arrives) and the Read Response that
+//! answers an inbound Read Request from the IRQ (its source memory
+//! checked first; a bad request is answered with a TERMINATE).
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::job::{empty_sqe, Job, Kind, Src};
+use super::sq::{fault_status, local_error};
+use super::state::TxState;
+use super::{queue_terminate, Next};
+use crate::base::abi::{op, wc};
+use crate::kif::{
+    handle::QpEvent,
+    queue::{Sge, Sqe},
+};
+use crate::mem::access::{self, check_mem, lookup_stag, MemFault, StagCache};
+use crate::mem::Mem;
+use crate::qp::orq::{IrqEntry, OrqEntry};
+use crate::qp::Qp;
+use crate::wire::{
+    error::RdmapError,
+    rdmap::{ReadRequest, SegmentHeader, QN_READ_REQUEST},
+};
+
+/// An RDMA Read from send queue slot `idx`: ORD check, sink check, into
+/// the ORQ, slot back; its Read Request becomes the message to transmit.
+#[inline(never)]
+pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
+    if sqe.num_sge > 1 || (sqe.opcode == op::READ_LOCAL_INV && !qp.kernel) {
+        local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+        return Next::Again;
+    }
+    let sink = if sqe.num_sge == 1 {
+        sqe.sge[0]
+    } else {
+        Sge::default()
+    };
+    let mem = match sink_memory(qp, &sink, tx.stags()) {
+        Ok(m) => m,
+        Err(status) => {
+            local_error(qp, idx, &sqe, status);
+            return Next::Again;
+        }
+    };
+    let e = OrqEntry {
+        id: sqe.id,
+        flags: sqe.flags,
+        opcode: sqe.opcode,
+        sink,
+        mem,
+        placed: 0,
+    };
+    match into_orq(qp, tx, idx, e) {
+        Queued::Yes => {}
+        Queued::Flushed => return Next::Again,
+        Queued::OrdFull => return Next::Idle,
+        Queued::NoOrd => {
+            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            return Next::Again;
+        }
+    }
+    qp.sq.give_back(idx);
+    let rr = ReadRequest {
+        sink_stag: sink.lkey,
+        sink_to: sink.addr,
+        size: sink.length,
+        src_stag: sqe.rkey,
+        src_to: sqe.raddr,
+    };
+    let hdr = SegmentHeader::read_request(tx.next_msn(QN_READ_REQUEST), rr);
+    tx.set_job(Job::message(Kind::ReadReq, sqe, hdr, 0, Src::None));
+    Next::Ready
+}
+
+/// The memory a Read's response is placed into, checked for local write
+/// (none for a zero length Read); else the completion status.
+fn sink_memory(
+    qp: &Qp,
+    sink: &Sge,
+    cache: &mut StagCache,
+) -> core::result::Result<Option<Arc<Mem>>, u16> {
+    if sink.length == 0 {
+        return Ok(None);
+    }
+    let m = lookup_stag(&qp.mem_xa, sink.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
+    check_mem(
+        &m,
+        qp.pd_id,
+        sink.addr,
+        u64::from(sink.length),
+        access::LOCAL_WRITE,
+    )
+    .map_err(fault_status)?;
+    Ok(Some(m))
+}
+
+/// Where [`into_orq`] put an RDMA Read.
+enum Queued {
+    /// Into the ORQ, its slot taken.
+    Yes,
+    /// Nowhere: its slot was flushed meanwhile.
+    Flushed,
+    /// Nowhere yet: ORD is reached; the next Read Response resumes the
+    /// send queue.
+    OrdFull,
+    /// Nowhere: the connection allows no outbound Read (ORD 0).
+    NoOrd,
+}
+
+/// Moves the Read `e` from send queue slot `idx` into the ORQ and takes
+/// the slot, atomically with respect to flushes.
+fn into_orq(qp: &Qp, tx: &mut TxState, idx: u32, e: OrqEntry) -> Queued {
+    let mut inner = qp.inner.lock();
+    if inner.sq_get != idx {
+        return Queued::Flushed;
+    }
+    let mut orq = qp.orq.lock();
+    if orq.q.capacity() == 0 {
+        return Queued::NoOrd;
+    }
+    if orq.q.push(e).is_err() {
+        orq.stalled = true;
+        tx.set_sq_next(idx);
+        return Queued::OrdFull;
+    }
+    inner.sq_get = idx.wrapping_add(1);
+    tx.set_sq_next(idx.wrapping_add(1));
+    Queued::Yes
+}
+
+/// Answers an inbound Read Request: checks the source memory and makes
+/// the Read Response the message to transmit, or answers a bad request
+/// with a TERMINATE.
+#[inline(never)]
+pub(super) fn response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
+    let rr = e.rr;
+    match source_memory(qp, &rr, tx.stags()) {
+        Ok((sqe, src)) => {
+            let hdr = SegmentHeader::read_response(rr.sink_stag, rr.sink_to, true);
+            tx.set_job(Job::message(Kind::ReadResp, sqe, hdr, rr.size, src));
+            Next::Ready
+        }
+        Err(err) => {
+            bad_request(qp, &e, err);
+            Next::Again
+        }
+    }
+}
+
+/// The source of a Read Response: the requested memory, checked for
+/// remote read, as the one SGE of a work request. Like siw, the QP's
+/// access flags are not enforced here: rdma_cm leaves them 0 on the
+/// active side of an iWARP connection; the memory's own rights are what
+/// counts.
+fn source_memory(
+    qp: &Qp,
+    rr: &ReadRequest,
+    cache: &mut StagCache,
+) -> core::result::Result<(Sqe, Src), RdmapError> {
+    let mut sqe = empty_sqe();
+    if rr.size == 0 {
+        return Ok((sqe, Src::None));
+    }
+    let mem = lookup_stag(&qp.mem_xa, rr.src_stag, cache).ok_or(RdmapError::InvalidStag)?;
+    check_mem(
+        &mem,
+        qp.pd_id,
+        rr.src_to,
+        u64::from(rr.size),
+        access::REMOTE_READ,
+    )
+    .map_err(|f| read_fault(rr, f))?;
+    sqe.sge[0] = Sge {
+        addr: rr.src_to,
+        length: rr.size,
+        lkey: rr.src_stag,
+    };
+    Ok((sqe, Src::one(mem)))
+}
+
+/// The RDMAP error of a Read Request whose source memory check failed.
+fn read_fault(rr: &ReadRequest, f: MemFault) -> RdmapError {
+    match f {
+        MemFault::Stag => RdmapError::InvalidStag,
+        MemFault::Pd => RdmapError::StagNotAssociated,
+        MemFault::Access => RdmapError::AccessRights,
+        // RFC 5040 4.8: a source TO + size past 2^64 is TO wrap, not
+        // base/bounds.
+        MemFault::Bounds if rr.src_to.checked_add(u64::from(rr.size)).is_none() => {
+            RdmapError::ToWrap
+        }
+        MemFault::Bounds => RdmapError::BaseBounds,
+    }
+}
+
+/// A Read Request that cannot be answered: it leaves the IRQ, the
+/// consumer gets an access error event and the peer a TERMINATE with the
+/// request's header.
+fn bad_request(qp: &Qp, e: &IrqEntry, err: RdmapError) {
+    let rr = e.rr;
+    pr_warn!(
+        "rsiw: QP {}: bad Read Request (src {:#x} to {:#x} len {}): {:?}\n",
+        qp.id(),
+        rr.src_stag,
+        rr.src_to,
+        rr.size,
+        err
+    );
+    qp.irq.lock().active = false;
+    qp.handle.event(QpEvent::AccessError);
+    let (h, n) = SegmentHeader::read_request(e.msn, rr).to_bytes();
+    queue_terminate(qp, err.into(), h.get(..n), n as u16);
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The send queue's work requests as transmit jobs: the next send queue
+//! element is taken in order (read fence honoured); a Send or Write
+//! becomes the message to transmit, an RDMA Read goes to
+//! [`read`](super::read), local operations (invalidate, fast registration)
+//! complete at once, and a work request that cannot be carried out
+//! completes in error and terminates the connection.
+//!
+//! As in siw, a work request's slot goes back to the producer as soon as
+//! the transmit side took its copy (libsiw rings the doorbell only when
+//! the slot before its new work is free).
+
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
+
+use super::job::{Job, Kind, Src};
+use super::state::TxState;
+use super::{queue_terminate, Next};
+use crate::base::abi::{op, wc, wqe};
+use crate::kif::{
+    handle::QpEvent,
+    queue::{Sqe, MAX_INLINE, MAX_SGE},
+};
+use crate::mem::access::{self, check_mem, lookup_inval, lookup_stag, MemFault, StagCache};
+use crate::mem::{Mem, MemKind};
+use crate::qp::orq::WrRef;
+use crate::qp::Qp;
+use crate::wire::{
+    error::RdmapError,
+    rdmap::{Opcode, SegmentHeader, QN_SEND},
+};
+
+/// Takes the next send queue element.
+pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
+    // The slot after the last one this function took is the next one
+    // unless a flush moved on (then `claim` fails and we look again).
+    let idx = match tx.take_sq_next() {
+        Some(i) => i,
+        None => qp.inner.lock().sq_get,
+    };
+    let flags = qp.sq.flags(idx);
+    if flags & wqe::VALID == 0 || (flags & wqe::READ_FENCE != 0 && fenced(qp)) {
+        tx.set_sq_next(idx);
+        return Next::Idle;
+    }
+    let mut sqe = qp.sq.read(idx);
+    sqe.flags = flags;
+    match sqe.opcode {
+        op::SEND | op::SEND_REMOTE_INV | op::WRITE => send_or_write(qp, tx, idx, sqe),
+        op::READ | op::READ_LOCAL_INV => super::read::request_job(qp, tx, idx, sqe),
+        op::INVAL_STAG => {
+            let ok = invalidate(qp, &sqe);
+            complete_local(qp, idx, &sqe, ok);
+            Next::Again
+        }
+        op::REG_MR => {
+            let ok = reg_mr(qp, &sqe);
+            complete_local(qp, idx, &sqe, ok);
+            Next::Again
+        }
+        _ => {
+            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            Next::Again
+        }
+    }
+}
+
+/// Whether a read-fenced work request must wait: RDMA Reads are still
+/// outstanding. The Read Response that empties the ORQ resumes it.
+fn fenced(qp: &Qp) -> bool {
+    let mut orq = qp.orq.lock();
+    if orq.is_empty() {
+        return false;
+    }
+    orq.stalled = true;
+    true
+}
+
+/// A Send or Write: checks its payload, numbers a Send, takes its slot
+/// and makes it the message to transmit (the active work request).
+fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
+    let (src, total) = match source(qp, &sqe, tx.stags()) {
+        Ok(x) => x,
+        Err(status) => {
+            local_error(qp, idx, &sqe, status);
+            return Next::Again;
+        }
+    };
+    let hdr = if sqe.opcode == op::WRITE {
+        SegmentHeader::write(sqe.rkey, sqe.raddr, true)
+    } else {
+        let opc = match (
+            sqe.opcode == op::SEND_REMOTE_INV,
+            sqe.flags & wqe::SOLICITED != 0,
+        ) {
+            (false, false) => Opcode::Send,
+            (false, true) => Opcode::SendSe,
+            (true, false) => Opcode::SendInvalidate,
+            (true, true) => Opcode::SendSeInvalidate,
+        };
+        SegmentHeader::send(opc, sqe.rkey, tx.next_msn(QN_SEND), 0, true)
+    };
+    if !claim(qp, idx, Some(WrRef::of(&sqe))) {
+        return Next::Again;
+    }
+    tx.set_sq_next(idx.wrapping_add(1));
+    tx.set_job(Job::message(Kind::Wr, sqe, hdr, total, src));
+    Next::Ready
+}
+
+/// The payload of a Send or Write: its inline data or its checked SGL,
+/// and its length; else the completion status of the failure.
+fn source(qp: &Qp, sqe: &Sqe, cache: &mut StagCache) -> core::result::Result<(Src, u32), u16> {
+    if sqe.flags & wqe::INLINE == 0 {
+        return resolve_sgl(qp, sqe, 0, cache);
+    }
+    let len = sqe.sge[0].length;
+    if len as usize > MAX_INLINE {
+        return Err(wc::LOC_LEN_ERR);
+    }
+    Ok((Src::Inline(sqe.inline_data()), len))
+}
+
+/// Resolves and checks the local SGL of a work request (`need`: access
+/// rights needed on the memory). Returns the source and the total length.
+fn resolve_sgl(
+    qp: &Qp,
+    sqe: &Sqe,
+    need: u32,
+    cache: &mut StagCache,
+) -> core::result::Result<(Src, u32), u16> {
+    let n = usize::from(sqe.num_sge);
+    if n > MAX_SGE || n > qp.caps.sq_max_sge.max(1) as usize {
+        return Err(wc::LOC_QP_OP_ERR);
+    }
+    const NONE: Option<Arc<Mem>> = None;
+    let mut mems = [NONE; MAX_SGE];
+    let mut total = 0u32;
+    for (k, s) in sqe.sge.iter().take(n).enumerate() {
+        total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
+        if s.length == 0 {
+            continue;
+        }
+        let mem = lookup_stag(&qp.mem_xa, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
+        check_mem(&mem, qp.pd_id, s.addr, u64::from(s.length), need).map_err(fault_status)?;
+        if let Some(slot) = mems.get_mut(k) {
+            *slot = Some(mem);
+        }
+    }
+    Ok((Src::Sgl { mems, n }, total))
+}
+
+/// Local Invalidate of the STag in `rkey`; `false` when it names no
+/// memory of the QP's PD that may be invalidated.
+fn invalidate(qp: &Qp, sqe: &Sqe) -> bool {
+    match lookup_inval(&qp.mem_xa, qp.pd_id, sqe.rkey) {
+        Ok(mem) => {
+            mem.valid.store(false, Ordering::Release);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Fast registration: `raddr` is the STag index of the MR, `rkey` the new
+/// STag, `access` the rights.
+#[inline(never)]
+fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
+    if !qp.kernel {
+        return false;
+    }
+    let Ok(index) = u32::try_from(sqe.raddr) else {
+        return false;
+    };
+    if index != sqe.rkey >> 8 {
+        return false;
+    }
+    let Some(mem) = qp.mem_xa.get(index) else {
+        return false;
+    };
+    if mem.pd_id != qp.pd_id || mem.valid.load(Ordering::Acquire) {
+        return false;
+    }
+    if !matches!(mem.kind, MemKind::Pbl(_)) {
+        return false;
+    }
+    mem.key.store(sqe.rkey & 0xff, Ordering::Release);
+    // IOVA and length as the consumer set them before posting (as siw,
+    // which reloads them from the ib_mr here): the page offset is the one
+    // `ib_map_mr_sg` mapped, the upper bits may differ.
+    mem.va.set(sqe.sge[1].addr);
+    mem.len.set(u64::from(sqe.sge[1].length));
+    mem.access
+        .store(sqe.access as u32 & access::IWARP_MASK, Ordering::Release);
+    mem.valid.store(true, Ordering::Release);
+    true
+}
+
+/// Takes the work request in send queue slot `idx` (as siw, the slot goes
+/// back to the producer as soon as the transmit side has its copy, which
+/// libsiw's doorbell logic relies on); `active` becomes the work request
+/// in transmission. `false` when the slot was flushed meanwhile.
+fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
+    {
+        let mut inner = qp.inner.lock();
+        if inner.sq_get != idx {
+            return false;
+        }
+        if active.is_some() {
+            inner.active = active;
+        }
+        inner.sq_get = idx.wrapping_add(1);
+    }
+    qp.sq.give_back(idx);
+    true
+}
+
+/// Takes slot `idx` and completes its work request at once.
+fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+    if claim(qp, idx, None) {
+        let _ = qp.complete_wr(WrRef::of(sqe), 0, status);
+    }
+}
+
+/// Completes the local operation in slot `idx`: at once when it
+/// succeeded (`ok`), else as a local error.
+fn complete_local(qp: &Qp, idx: u32, sqe: &Sqe, ok: bool) {
+    if ok {
+        complete_now(qp, idx, sqe, wc::SUCCESS);
+    } else {
+        local_error(qp, idx, sqe, wc::LOC_QP_OP_ERR);
+    }
+}
+
+/// A local error on the work request in slot `idx`: complete it with
+/// `status`, report a fatal event and terminate the connection.
+#[cold]
+pub(super) fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+    pr_warn!(
+        "rsiw: QP {}: work request (opcode {}, {} SGEs) failed: status {}\n",
+        qp.id(),
+        sqe.opcode,
+        sqe.num_sge,
+        status
+    );
+    complete_now(qp, idx, sqe, status);
+    qp.handle.event(QpEvent::Fatal);
+    queue_terminate(qp, RdmapError::LocalCatastrophic.into(), None, 0);
+}
+
+/// The completion status of a local memory fault.
+pub(super) fn fault_status(f: MemFault) -> u16 {
+    match f {
+        MemFault::Bounds => wc::LOC_LEN_ERR,
+        MemFault::Access => wc::LOC_ACCESS_ERR,
+        MemFault::Stag | MemFault::Pd => wc::LOC_PROT_ERR,
+    }
+}

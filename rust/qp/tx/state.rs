@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`TxState`], the state behind a QP's transmit lock: the connection
+//! sent on, the stream's position, the message in transmission and what
+//! comes next on the send queue. The transmit engine changes it only
+//! through its methods; the FPDU emission borrows the parts it works on
+//! at once through an [`Emission`].
+
+use kernel::sync::Arc;
+
+use super::job::{Job, Kind};
+use crate::mem::access::StagCache;
+use crate::qp::Conn;
+use crate::wire::{
+    mpa::MpaMode,
+    txstream::{TxLimits, TxPos},
+};
+
+/// Scratch octets for ULPDU_Length, headers, markers, PAD and CRC fields.
+pub(super) const SCRATCH: usize = 2048;
+
+/// Transmit state of a QP (the work request in progress).
+pub struct TxState {
+    /// The stream's committed position (see [`TxPos`]).
+    pos: TxPos,
+    /// Last MSN sent per untagged queue (the first message carries 1).
+    msn: [u32; 3],
+    job: Option<Job>,
+    /// FPDU sizes and markers/CRC of the connection, from [`start`](Self::start).
+    limits: TxLimits,
+    /// The peer-to-peer RTR is still to be sent (before any work request).
+    rtr: bool,
+    /// The send queue slot after the last work request taken: when it is
+    /// valid, another message follows right away.
+    sq_next: Option<u32>,
+    /// The last TCP send ended a message with `MSG_MORE` because another
+    /// one followed (small messages share TCP segments): TCP holds the
+    /// tail until the next send or
+    /// [`Socket::push`](crate::kif::sock::Socket::push).
+    corked: bool,
+    /// The connection sent on (from [`start`](Self::start) until
+    /// [`Qp::drop_conn`](crate::qp::Qp::drop_conn) takes it: nothing is
+    /// sent any more), kept here so that the transmit function need not
+    /// take the QP's connection lock per message.
+    pub(in crate::qp) conn: Option<Arc<Conn>>,
+    /// The last STag looked up for transmission.
+    stags: StagCache,
+    scratch: [u8; SCRATCH],
+}
+
+impl Default for TxState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TxState {
+    /// Idle state: nothing is sent before [`start`](Self::start).
+    pub(in crate::qp) fn new() -> Self {
+        Self {
+            pos: TxPos::new(0),
+            msn: [0; 3],
+            job: None,
+            limits: TxLimits::default(),
+            rtr: false,
+            sq_next: None,
+            corked: false,
+            conn: None,
+            stags: StagCache::new(),
+            scratch: [0; SCRATCH],
+        }
+    }
+
+    /// Starts the stream on `conn` (MPA full operation, stream offset 0),
+    /// as negotiated there; forgets any earlier stream.
+    pub(super) fn start(&mut self, conn: Arc<Conn>) {
+        self.limits = TxLimits {
+            mode: MpaMode {
+                markers: conn.tx_markers,
+                crc: conn.crc,
+            },
+            mulpdu: conn.mulpdu,
+            large_fpdu: conn.large_fpdu,
+        };
+        self.rtr = conn.send_rtr;
+        self.conn = Some(conn);
+        self.pos = TxPos::new(0);
+        self.msn = [0; 3];
+        self.job = None;
+        self.sq_next = None;
+        self.corked = false;
+    }
+
+    /// The connection sent on, once started and until taken.
+    pub(super) fn conn(&self) -> Option<&Conn> {
+        self.conn.as_deref()
+    }
+
+    /// Whether no batch is partly taken by TCP: a message may be
+    /// abandoned here without breaking the framing.
+    pub(super) fn between_batches(&self) -> bool {
+        self.pos.between_batches()
+    }
+
+    /// What the message in transmission is.
+    pub(super) fn job_kind(&self) -> Option<Kind> {
+        self.job.as_ref().map(|j| j.kind)
+    }
+
+    /// Length of the message in transmission.
+    pub(super) fn job_total(&self) -> Option<u32> {
+        self.job.as_ref().map(|j| j.total)
+    }
+
+    /// Makes `job` the message in transmission, from its first octet.
+    pub(super) fn set_job(&mut self, job: Job) {
+        self.pos.begin(job.total);
+        self.job = Some(job);
+    }
+
+    /// Ends the message in transmission (sent, failed or abandoned);
+    /// returns what it was and its length.
+    pub(super) fn end_job(&mut self) -> Option<(Kind, u32)> {
+        self.job.take().map(|j| (j.kind, j.total))
+    }
+
+    /// In the Terminate state: abandons the message in transmission unless
+    /// it is the TERMINATE or TCP took part of its batch (its work request
+    /// is flushed when the QP goes to error).
+    pub(super) fn abandon_for_terminate(&mut self) {
+        if self.pos.between_batches() && self.job_kind() != Some(Kind::Term) {
+            self.job = None;
+        }
+    }
+
+    /// Whether the peer-to-peer RTR is still to be sent.
+    pub(super) fn rtr_pending(&self) -> bool {
+        self.rtr
+    }
+
+    /// Takes the pending peer-to-peer RTR.
+    pub(super) fn take_rtr(&mut self) -> bool {
+        core::mem::take(&mut self.rtr)
+    }
+
+    /// The send queue slot after the last work request taken.
+    pub(super) fn sq_next(&self) -> Option<u32> {
+        self.sq_next
+    }
+
+    /// Takes the slot [`sq_next`](Self::sq_next) says.
+    pub(super) fn take_sq_next(&mut self) -> Option<u32> {
+        self.sq_next.take()
+    }
+
+    /// The send queue goes on at slot `idx`.
+    pub(super) fn set_sq_next(&mut self, idx: u32) {
+        self.sq_next = Some(idx);
+    }
+
+    /// The MSN of the next message on untagged queue `qn`.
+    pub(super) fn next_msn(&mut self, qn: u32) -> u32 {
+        let Some(m) = self.msn.get_mut(qn as usize) else {
+            return 0;
+        };
+        *m = m.wrapping_add(1);
+        *m
+    }
+
+    /// The cache of the last STag looked up for transmission.
+    pub(super) fn stags(&mut self) -> &mut StagCache {
+        &mut self.stags
+    }
+
+    /// Pushes what TCP holds back after a message sent with `MSG_MORE`
+    /// (the transmit function stops without sending the message that was
+    /// to follow).
+    pub(super) fn uncork(&mut self) {
+        if core::mem::take(&mut self.corked) {
+            if let Some(c) = &self.conn {
+                c.sock.push();
+            }
+        }
+    }
+
+    /// The parts FPDU emission works on, borrowed at once: `Ok(None)`
+    /// without a message, an error without a connection.
+    pub(super) fn emission(&mut self) -> kernel::error::Result<Option<Emission<'_>>> {
+        let Some(conn) = self.conn.as_deref() else {
+            return Err(crate::kif::enotconn());
+        };
+        let Some(job) = self.job.as_ref() else {
+            return Ok(None);
+        };
+        Ok(Some(Emission {
+            conn,
+            job,
+            limits: &self.limits,
+            pos: &mut self.pos,
+            corked: &mut self.corked,
+            scratch: &mut self.scratch,
+        }))
+    }
+}
+
+/// What FPDU emission works on: the message, the stream's position and
+/// the scratch area, borrowed from the [`TxState`] at once.
+pub(super) struct Emission<'a> {
+    /// The connection sent on.
+    pub(super) conn: &'a Conn,
+    /// The message in transmission.
+    pub(super) job: &'a Job,
+    /// FPDU sizes and markers/CRC of the connection.
+    pub(super) limits: &'a TxLimits,
+    /// The stream's committed position.
+    pub(super) pos: &'a mut TxPos,
+    corked: &'a mut bool,
+    /// Scratch octets for the fields written between payload pieces.
+    pub(super) scratch: &'a mut [u8; SCRATCH],
+}
+
+impl Emission<'_> {
+    /// Notes a send call to TCP with `MSG_MORE` set when `queued` (another
+    /// message follows) or `more` (the message goes on): a send without it
+    /// pushes everything TCP held back before.
+    pub(super) fn sent(&mut self, queued: bool, more: bool) {
+        *self.corked = queued || (more && *self.corked);
+    }
+}
