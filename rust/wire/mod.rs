@@ -16,6 +16,9 @@
 //! - [`error`]: typed protocol errors mapped to TERMINATE codes.
 //! - [`term`]: the RDMAP TERMINATE message.
 //! - [`rx`]: the resumable, zero-copy receive deframer.
+//! - [`inbound`]: the receiver's message bookkeeping above the deframer
+//!   (expected MSNs, the untagged message in progress, Read Request and
+//!   Read Response rules, scattering over SGEs, the TERMINATE's header).
 //! - [`tx`]: FPDU framing plans, segmentation and batching.
 //! - [`txstream`]: a transmit stream across send calls: FPDU and batch
 //!   sizes, the FPDUs of the next call, what a partial send means.
@@ -24,6 +27,7 @@ pub mod connect;
 pub mod crc;
 pub mod ddp;
 pub mod error;
+pub mod inbound;
 pub mod markers;
 pub mod mpa;
 pub mod rdmap;

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The Send message being received into a receive queue element: the
+//! element, the memory its SGEs name, how far it is filled (the wire
+//! core's [`UntaggedMsg`]) and the status it completes with.
+
+use core::sync::atomic::Ordering;
+use kernel::sync::Arc;
+
+use crate::base::abi::{wc, wqe};
+use crate::kif::queue::{Rqe, Sge, MAX_SGE};
+use crate::mem::access::{
+    self, check_mem, lookup_inval, lookup_stag, mem_write, MemFault, StagCache,
+};
+use crate::mem::Mem;
+use crate::qp::Qp;
+use crate::wire::{
+    error::{DdpError, ProtocolError, RdmapError},
+    inbound::{scatter, ScatterError, UntaggedMsg},
+    rdmap::Opcode,
+};
+
+const NO_MEM: Option<Arc<Mem>> = None;
+
+/// A receive completion to make: the element, the octets placed and the
+/// status.
+pub(super) type RecvCompletion = (Rqe, u32, u16);
+
+/// The Send message in progress, if its [`UntaggedMsg`] is active. It
+/// stays in place between messages: starting one writes only what that
+/// message uses (the RQE's SGEs in use, their memory), not a whole new
+/// element, and ending one drops only those memory references.
+pub(super) struct RecvMsg {
+    msg: UntaggedMsg,
+    rqe: Rqe,
+    /// The memory each SGE in use names (looked up when it began).
+    mems: [Option<Arc<Mem>>; MAX_SGE],
+    /// SGEs in use.
+    n: usize,
+    /// Invalidate STag of Send with Invalidate (first segment).
+    inval: u32,
+    opcode: Opcode,
+    /// Completion status if the message failed locally.
+    status: u16,
+}
+
+impl RecvMsg {
+    pub(super) const fn new() -> Self {
+        const NO_SGE: Sge = Sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        Self {
+            msg: UntaggedMsg::idle(),
+            rqe: Rqe {
+                id: 0,
+                flags: 0,
+                num_sge: 0,
+                sge: [NO_SGE; MAX_SGE],
+            },
+            mems: [NO_MEM; MAX_SGE],
+            n: 0,
+            inval: 0,
+            opcode: Opcode::Send,
+            status: wc::SUCCESS,
+        }
+    }
+
+    /// A message is in progress.
+    pub(super) fn is_active(&self) -> bool {
+        self.msg.is_active()
+    }
+
+    /// The message in progress, if any.
+    pub(super) fn get_mut(&mut self) -> Option<&mut Self> {
+        self.msg.is_active().then_some(self)
+    }
+
+    /// Checks the MO of a segment (see [`UntaggedMsg::check_mo`]).
+    pub(super) fn check_mo(&self, mo: u32) -> Result<(), ProtocolError> {
+        self.msg.check_mo(mo).map_err(Into::into)
+    }
+
+    /// Where the next element goes: the slot of the message to begin.
+    pub(super) fn rqe_slot(&mut self) -> &mut Rqe {
+        &mut self.rqe
+    }
+
+    /// Begins a message in the element just taken into
+    /// [`RecvMsg::rqe_slot`] on `qp`: `opcode` and `inval` from its first
+    /// segment. Looks up the memory of each SGE (through the side's STag
+    /// cache `stags`) and checks it belongs to the QP's PD and takes local
+    /// writes; an element that fails completes with a protection error
+    /// and the stream fails.
+    pub(super) fn begin(
+        &mut self,
+        qp: &Qp,
+        opcode: Opcode,
+        inval: u32,
+        stags: &mut StagCache,
+    ) -> Result<(), ProtocolError> {
+        self.inval = inval;
+        self.opcode = opcode;
+        self.status = wc::SUCCESS;
+        let max = (qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
+        let n = usize::from(self.rqe.num_sge);
+        let mut bad = n > max;
+        let mut total = 0u32;
+        self.n = n.min(MAX_SGE);
+        for (s, slot) in self.rqe.sge.iter().zip(self.mems.iter_mut()).take(self.n) {
+            match total.checked_add(s.length) {
+                Some(t) => total = t,
+                None => bad = true,
+            }
+            if s.length == 0 || bad {
+                continue;
+            }
+            match lookup_stag(&qp.mem_xa, s.lkey, stags) {
+                Some(mem) => {
+                    let len = u64::from(s.length);
+                    if check_mem(&mem, qp.pd_id, s.addr, len, access::LOCAL_WRITE).is_err() {
+                        bad = true;
+                    }
+                    *slot = Some(mem);
+                }
+                None => bad = true,
+            }
+        }
+        self.msg.begin(total);
+        if bad {
+            self.status = wc::LOC_PROT_ERR;
+            return Err(DdpError::LocalCatastrophic.into());
+        }
+        Ok(())
+    }
+
+    /// Checks that `len` more octets fit the element; a message that
+    /// does not completes with a length error.
+    pub(super) fn check_room(&mut self, len: u32) -> Result<(), ProtocolError> {
+        self.msg.check_room(len).map_err(|e| {
+            self.status = wc::LOC_LEN_ERR;
+            e.into()
+        })
+    }
+
+    /// Places `data`, the message's octets at `mo`, into the element's
+    /// memory.
+    pub(super) fn place(&mut self, mo: u32, data: &[u8]) -> Result<(), ProtocolError> {
+        let pieces = self.rqe.sge.iter().zip(self.mems.iter()).take(self.n);
+        let pieces = pieces.map(|(s, mem)| (s.length, (s.addr, mem)));
+        let r = scatter(pieces, mo, data, |(addr, mem), off, now| {
+            let addr = addr.wrapping_add(u64::from(off));
+            match mem.as_ref().map(|mm| mem_write(mm, addr, now).is_ok()) {
+                Some(true) => Ok(()),
+                _ => Err(()),
+            }
+        });
+        match r {
+            Ok(()) => Ok(()),
+            Err(ScatterError::Put(())) => {
+                self.status = wc::LOC_PROT_ERR;
+                Err(DdpError::LocalCatastrophic.into())
+            }
+            Err(ScatterError::TooLong) => {
+                self.status = wc::LOC_LEN_ERR;
+                Err(DdpError::UntaggedTooLong.into())
+            }
+        }
+    }
+
+    /// A segment of `len` octets was placed.
+    pub(super) fn advance(&mut self, len: u32) {
+        self.msg.advance(len);
+    }
+
+    /// The message's last segment arrived: marks a solicited message's
+    /// element and, for Send with Invalidate, invalidates the STag it
+    /// carries (one of `qp`'s PD). Returns that STag, or the error the
+    /// invalidation draws.
+    pub(super) fn finish(&mut self, qp: &Qp) -> Result<Option<u32>, RdmapError> {
+        if matches!(self.opcode, Opcode::SendSe | Opcode::SendSeInvalidate) {
+            self.rqe.flags |= wqe::SOLICITED;
+        }
+        if !self.opcode.has_invalidate() {
+            return Ok(None);
+        }
+        // Index and key: a stale STag (an earlier registration cycle's
+        // key) must not invalidate the current registration.
+        match lookup_inval(&qp.mem_xa, qp.pd_id, self.inval) {
+            Ok(mem) => {
+                mem.valid.store(false, Ordering::Release);
+                Ok(Some(self.inval))
+            }
+            Err(MemFault::Pd) => Err(RdmapError::ProtectionCannotInvalidate),
+            Err(_) => Err(RdmapError::OperationCannotInvalidate),
+        }
+    }
+
+    /// The element of the message.
+    pub(super) fn rqe(&self) -> &Rqe {
+        &self.rqe
+    }
+
+    /// Octets placed so far.
+    pub(super) fn placed(&self) -> u32 {
+        self.msg.placed()
+    }
+
+    /// The message failed locally: it completes with its own status.
+    pub(super) fn failed(&self) -> bool {
+        self.msg.is_active() && self.status != wc::SUCCESS
+    }
+
+    /// Ends the message in progress: its element, octets placed and
+    /// status.
+    pub(super) fn end(&mut self) -> Option<RecvCompletion> {
+        let placed = self.msg.end()?;
+        for m in self.mems.iter_mut().take(self.n) {
+            *m = None;
+        }
+        Some((self.rqe, placed, self.status))
+    }
+}

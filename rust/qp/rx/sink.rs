@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The placement sink: the deframer's consumer, which checks each DDP
+//! segment's header against the QP (MSNs, MOs, STags, the ORQ head) and
+//! places its payload: tagged segments into the registered memory the
+//! STag names or the Read's sink, untagged ones into the receive queue
+//! element of the Send in progress. What a segment completes is in
+//! [`complete`].
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::actions::Actions;
+use super::msg::{RecvCompletion, RecvMsg};
+use crate::mem::access::{self, check_mem, lookup_stag, mem_write, MemFault, StagCache};
+use crate::mem::Mem;
+use crate::qp::Qp;
+use crate::wire::{
+    error::{DdpError, ProtocolError, RdmapError},
+    inbound::{check_read_request, ExpectedMsns, HeaderCopy, ReadSink},
+    rdmap::{Body, Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
+    rx::{CrcVerdict, FpduInfo, RxSink},
+};
+
+mod complete;
+
+/// What the payload of the current segment goes to.
+enum Seg {
+    /// Nothing (no payload expected, or discarded).
+    None,
+    /// The Send in progress, at message offset `mo`.
+    Send { mo: u32, len: u32 },
+    /// An RDMA Write to `mem` at tagged offset `to`.
+    Write { mem: Arc<Mem>, to: u64 },
+    /// An RDMA Read Response to the ORQ head's sink.
+    ReadResp {
+        mem: Option<Arc<Mem>>,
+        to: u64,
+        len: u32,
+    },
+    /// An RDMA Read Request (queued when its FPDU is complete).
+    ReadReq { rr: ReadRequest, msn: u32 },
+    /// A TERMINATE from the peer.
+    Term,
+}
+
+/// Per-connection receive state besides the deframers: what the sink
+/// keeps between segments.
+pub(super) struct RxCtx {
+    /// The MSN the next message must carry, per untagged queue.
+    msns: ExpectedMsns,
+    send: RecvMsg,
+    seg: Seg,
+    /// The current segment's header (for a TERMINATE).
+    hdr: HeaderCopy,
+    /// Peer-to-peer responder: the first FPDU is the initiator's RTR.
+    await_rtr: bool,
+    /// The last STag looked up for placement.
+    stags: StagCache,
+}
+
+impl RxCtx {
+    /// The state of a new connection; `await_rtr`: see [`RxCtx::await_rtr`].
+    pub(super) const fn new(await_rtr: bool) -> Self {
+        Self {
+            msns: ExpectedMsns::new(),
+            send: RecvMsg::new(),
+            seg: Seg::None,
+            hdr: HeaderCopy::new(),
+            await_rtr,
+            stags: StagCache::new(),
+        }
+    }
+
+    /// The sink for one `push` on `qp`, taking receive queue elements at
+    /// `rq_get` and collecting what to do after the lock in `act`.
+    pub(super) fn sink<'a>(
+        &'a mut self,
+        qp: &'a Qp,
+        rq_get: &'a mut u32,
+        act: &'a mut Actions,
+    ) -> Sink<'a> {
+        Sink {
+            qp,
+            c: self,
+            rq_get,
+            act,
+        }
+    }
+
+    /// A peer-to-peer responder received its first FPDU, which was not
+    /// the Send RTR the sink recognises: that FPDU is the RTR. Returns
+    /// whether it still waited for it (once).
+    pub(super) fn take_await_rtr(&mut self) -> bool {
+        core::mem::replace(&mut self.await_rtr, false)
+    }
+
+    /// The stream failed with `e`: collects the TERMINATE to send (with
+    /// the header of the segment at fault, or else `rejected`, one that
+    /// failed the deframer's own checks) and the receive to complete.
+    #[cold]
+    pub(super) fn fail(&mut self, rejected: Option<&[u8]>, act: &mut Actions, e: ProtocolError) {
+        // A Send that failed locally completes with its own status (any
+        // other one in progress is flushed when the QP goes to error).
+        if self.send.failed() {
+            act.failed = self.send.end();
+        }
+        act.error = Some((e, self.hdr.or_rejected(rejected)));
+    }
+
+    /// The stream failed in an FPDU of which nothing was parsed: there is
+    /// no header to report.
+    pub(super) fn forget_header(&mut self) {
+        self.hdr.reset();
+    }
+
+    /// Ends the receive in progress (the QP is going to error).
+    pub(super) fn flush_active(&mut self) -> Option<RecvCompletion> {
+        self.seg = Seg::None;
+        self.send.end()
+    }
+}
+
+/// The deframer's consumer for one `push`.
+pub(super) struct Sink<'a> {
+    qp: &'a Qp,
+    c: &'a mut RxCtx,
+    rq_get: &'a mut u32,
+    act: &'a mut Actions,
+}
+
+/// The error a tagged segment draws whose memory check failed with `f`
+/// (for `len` octets at tagged offset `to`).
+fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
+    match f {
+        MemFault::Stag => DdpError::TaggedInvalidStag.into(),
+        MemFault::Pd => DdpError::TaggedStagNotAssociated.into(),
+        MemFault::Access => RdmapError::AccessRights.into(),
+        MemFault::Bounds => {
+            if to.checked_add(u64::from(len)).is_none() {
+                DdpError::TaggedToWrap.into()
+            } else {
+                DdpError::TaggedBaseBounds.into()
+            }
+        }
+    }
+}
+
+/// Logs a TERMINATE received (the stream ends with it).
+#[cold]
+fn report_terminate(qp: &Qp, hdr: &SegmentHeader) {
+    if let Body::Terminate(t) = hdr.body {
+        pr_warn!(
+            "rsiw: QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
+            qp.id(),
+            t.code.layer,
+            t.code.etype,
+            t.code.code,
+            t.code.etype,
+            t.code.layer
+        );
+    }
+}
+
+impl Sink<'_> {
+    /// Takes the next receive queue element (own RQ or SRQ) into the
+    /// Send message's slot.
+    fn take_rqe(&mut self) -> bool {
+        let dst = self.c.send.rqe_slot();
+        if let Some(srq) = &self.qp.srq {
+            return srq.take_into(dst);
+        }
+        match &self.qp.rq {
+            Some(rq) => rq.take_into(self.rq_get, dst),
+            None => false,
+        }
+    }
+
+    /// A Send segment: the next message of queue 0 in order, the first
+    /// segment of a message taking a receive queue element.
+    fn send_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        self.c.msns.check(QN_SEND, u.msn)?;
+        if self.c.await_rtr && plen == 0 && u.mo == 0 && hdr.ctrl.last && !self.c.send.is_active() {
+            // The peer-to-peer Send RTR (RFC 6581): part of the
+            // connection setup, it takes its MSN but no receive.
+            self.c.msns.advance(QN_SEND);
+            self.c.seg = Seg::None;
+            self.c.await_rtr = false;
+            self.act.rtr = true;
+            return Ok(());
+        }
+        if !self.c.send.is_active() {
+            self.c.send.check_mo(u.mo)?;
+            if !self.take_rqe() {
+                return Err(DdpError::UntaggedMsnNoBuffer.into());
+            }
+            self.c
+                .send
+                .begin(self.qp, hdr.opcode, u.ulp, &mut self.c.stags)?;
+        }
+        let m = &mut self.c.send;
+        m.check_mo(u.mo)?;
+        m.check_room(plen)?;
+        self.c.seg = Seg::Send {
+            mo: u.mo,
+            len: plen,
+        };
+        Ok(())
+    }
+
+    /// An RDMA Write segment: into the registered memory its STag names.
+    fn write_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        if plen == 0 && hdr.ctrl.last {
+            // A zero length Write places nothing; its STag is not checked
+            // (as siw; the peer-to-peer RTR is one, with STag 1).
+            self.c.seg = Seg::None;
+            return Ok(());
+        }
+        // The QP's access flags are not enforced (as in siw): see
+        // `tx::read_response_job`.
+        let mem = lookup_stag(&self.qp.mem_xa, t.stag, &mut self.c.stags)
+            .ok_or(DdpError::TaggedInvalidStag)?;
+        check_mem(
+            &mem,
+            self.qp.pd_id,
+            t.to,
+            u64::from(plen),
+            access::REMOTE_WRITE,
+        )
+        .map_err(|f| tagged_fault(f, t.to, plen))?;
+        self.c.seg = Seg::Write { mem, to: t.to };
+        Ok(())
+    }
+
+    /// A Read Response segment: into the sink of the ORQ head, in order.
+    fn read_resp_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        let mut orq = self.qp.orq.lock();
+        let e = orq.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
+        let sink = ReadSink {
+            stag: e.sink.lkey,
+            to: e.sink.addr,
+            len: e.sink.length,
+        };
+        sink.check_response(e.placed, &t, plen, hdr.ctrl.last)?;
+        self.c.seg = Seg::ReadResp {
+            mem: e.mem.clone(),
+            to: t.to,
+            len: plen,
+        };
+        Ok(())
+    }
+
+    /// A Read Request: the next message of queue 1, for the IRQ.
+    fn read_req_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
+        let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        self.c.msns.check(QN_READ_REQUEST, u.msn)?;
+        check_read_request(u.mo, plen, hdr.ctrl.last)?;
+        let Body::ReadRequest(rr) = hdr.body else {
+            return Err(RdmapError::UnexpectedOpcode.into());
+        };
+        self.c.seg = Seg::ReadReq { rr, msn: u.msn };
+        Ok(())
+    }
+}
+
+impl RxSink for Sink<'_> {
+    fn on_fpdu_start(&mut self, info: &FpduInfo) -> Result<(), ProtocolError> {
+        self.c.hdr.start_fpdu(info.ulpdu_len);
+        self.c.seg = Seg::None;
+        Ok(())
+    }
+
+    fn on_header(
+        &mut self,
+        hdr: &SegmentHeader,
+        raw: &[u8],
+        payload_len: u16,
+    ) -> Result<(), ProtocolError> {
+        self.c.hdr.keep(raw);
+        let plen = u32::from(payload_len);
+        match hdr.opcode {
+            Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
+                self.send_header(hdr, plen)
+            }
+            Opcode::Write => self.write_header(hdr, plen),
+            Opcode::ReadResponse => self.read_resp_header(hdr, plen),
+            Opcode::ReadRequest => self.read_req_header(hdr, plen),
+            Opcode::Terminate => {
+                self.c.seg = Seg::Term;
+                report_terminate(self.qp, hdr);
+                Ok(())
+            }
+        }
+    }
+
+    fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError> {
+        self.act.payload += data.len() as u64;
+        match &self.c.seg {
+            Seg::Send { mo, .. } => {
+                let Some(m) = self.c.send.get_mut() else {
+                    return Ok(());
+                };
+                let o = mo.checked_add(offset).ok_or(DdpError::UntaggedTooLong)?;
+                m.place(o, data)
+            }
+            Seg::Write { mem, to } => {
+                let a = to.wrapping_add(u64::from(offset));
+                mem_write(mem, a, data).map_err(|_| DdpError::LocalCatastrophic.into())
+            }
+            Seg::ReadResp { mem, to, .. } => match mem {
+                Some(mem) => mem_write(mem, to.wrapping_add(u64::from(offset)), data)
+                    .map_err(|_| DdpError::LocalCatastrophic.into()),
+                None if data.is_empty() => Ok(()),
+                None => Err(DdpError::TaggedBaseBounds.into()),
+            },
+            Seg::ReadReq { .. } | Seg::Term | Seg::None => Ok(()),
+        }
+    }
+
+    fn on_fpdu_end(
+        &mut self,
+        hdr: &SegmentHeader,
+        verdict: CrcVerdict,
+    ) -> Result<(), ProtocolError> {
+        if let CrcVerdict::Mismatch { .. } = verdict {
+            // The deframer fails with the CRC error right after this.
+            return Ok(());
+        }
+        let r = self.end_segment(hdr);
+        self.act.fpdus += 1;
+        if r.is_ok() {
+            // Keep the header for the TERMINATE of an error found here.
+            self.c.hdr.clear();
+        }
+        r
+    }
+}

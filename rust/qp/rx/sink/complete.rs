@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The end of a DDP segment: what it completes. The last segment of a
+//! Send completes its receive queue element (invalidating the STag of a
+//! Send with Invalidate), the last of a Read Response the ORQ head; a
+//! Read Request goes to the IRQ for the transmit side to answer; a
+//! TERMINATE ends the stream.
+
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+use super::{Seg, Sink};
+use crate::base::abi::{op, wc};
+use crate::mem::access::lookup_inval;
+use crate::qp::orq::IrqEntry;
+use crate::wire::{
+    error::{ProtocolError, RdmapError},
+    rdmap::{SegmentHeader, QN_READ_REQUEST, QN_SEND},
+};
+
+impl Sink<'_> {
+    /// Completes what the segment carrying `hdr` finished.
+    pub(super) fn end_segment(&mut self, hdr: &SegmentHeader) -> Result<(), ProtocolError> {
+        match core::mem::replace(&mut self.c.seg, Seg::None) {
+            Seg::Send { len, .. } => {
+                if let Some(m) = self.c.send.get_mut() {
+                    m.advance(len);
+                }
+                if hdr.ctrl.last {
+                    self.finish_send()?;
+                }
+                Ok(())
+            }
+            Seg::ReadResp { len, .. } => {
+                let done = {
+                    let mut orq = self.qp.orq.lock();
+                    match orq.head_mut() {
+                        Some(e) => {
+                            e.placed = e.placed.saturating_add(len);
+                            hdr.ctrl.last
+                        }
+                        None => false,
+                    }
+                };
+                if done {
+                    self.finish_read()?;
+                }
+                Ok(())
+            }
+            Seg::ReadReq { rr, msn } => {
+                self.c.msns.advance(QN_READ_REQUEST);
+                if !self.qp.irq.lock().push(IrqEntry { rr, msn }) {
+                    pr_warn!("rsiw: QP {}: IRD exceeded\n", self.qp.id());
+                    return Err(RdmapError::CatastrophicStream.into());
+                }
+                self.qp.irq_hint.store(true, Ordering::Release);
+                self.act.wake_tx = true;
+                Ok(())
+            }
+            Seg::Term => {
+                self.act.terminated = true;
+                Ok(())
+            }
+            Seg::Write { .. } | Seg::None => Ok(()),
+        }
+    }
+
+    /// Completes the Send in progress.
+    fn finish_send(&mut self) -> Result<(), ProtocolError> {
+        // Completed in place; the slot is emptied at the end.
+        let c = &mut *self.c;
+        let Some(m) = c.send.get_mut() else {
+            return Ok(());
+        };
+        c.msns.advance(QN_SEND);
+        let r = match m.finish(self.qp) {
+            Err(e) => {
+                // Completed after the TERMINATE is queued (see
+                // `Actions::run`).
+                self.act.failed = Some((*m.rqe(), m.placed(), wc::REM_INV_REQ_ERR));
+                Err(e.into())
+            }
+            Ok(inval) => {
+                let _ = self
+                    .qp
+                    .complete_rqe(m.rqe(), m.placed(), inval, wc::SUCCESS);
+                Ok(())
+            }
+        };
+        c.send.end();
+        r
+    }
+
+    /// Completes the ORQ head (its Read Response is complete).
+    fn finish_read(&mut self) -> Result<(), ProtocolError> {
+        let (e, stalled) = self.qp.orq.lock().pop_wake();
+        // Wake the transmit work only if it waits for this ORD slot (or
+        // the fence): most Reads complete with nothing queued behind.
+        self.act.wake_tx |= stalled;
+        let Some(e) = e else { return Ok(()) };
+        let mut status = wc::SUCCESS;
+        if e.opcode == op::READ_LOCAL_INV {
+            match lookup_inval(&self.qp.mem_xa, self.qp.pd_id, e.sink.lkey) {
+                Ok(mem) => mem.valid.store(false, Ordering::Release),
+                Err(_) => status = wc::GENERAL_ERR,
+            }
+        }
+        let _ = self.qp.complete_wr(e.wr(), e.placed, status);
+        if status != wc::SUCCESS {
+            return Err(RdmapError::LocalCatastrophic.into());
+        }
+        Ok(())
+    }
+}

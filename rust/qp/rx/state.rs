@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The receive state of a QP, behind its `rx` lock: the deframer, with CRC
+//! the MPA-only deframer of the first pass, the sink's state between
+//! segments, and the QP's own receive queue's consumer index. The
+//! receive engine changes it only through its methods; the consumer index
+//! is also used by the flush of the receive queue ([`Qp::flush_rq`]).
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+
+use super::actions::Actions;
+use super::msg::RecvCompletion;
+use super::sink::RxCtx;
+use crate::kif::{crc::KernelCrc32c, sock::SockRx};
+use crate::qp::{Qp, QpState};
+use crate::wire::rx::{Deframer, MpaOnlySink, RxConfig};
+
+/// Receive state of a QP.
+pub struct RxState {
+    /// The deframer, which drives the placement sink (none before the
+    /// connection's start).
+    d: Option<Deframer<KernelCrc32c>>,
+    /// With CRC: the MPA-only deframer that checks each FPDU's CRC before
+    /// `d` sees any octet of it (see [`super::receive`]).
+    v: Option<Deframer<KernelCrc32c>>,
+    c: RxCtx,
+    /// Next slot of the QP's own receive queue to take. The receive side
+    /// is its only consumer besides the flush ([`Qp::flush_rq`]), so it is
+    /// kept under this lock rather than the QP's: a Send takes its RQE
+    /// without another lock (as siw does).
+    pub(in crate::qp) rq_get: u32,
+}
+
+impl RxState {
+    /// Idle state (no connection).
+    pub(in crate::qp) fn new() -> Self {
+        Self {
+            d: None,
+            v: None,
+            c: RxCtx::new(false),
+            rq_get: 0,
+        }
+    }
+
+    /// Sets up receiving on a new connection: the deframer for `cfg`,
+    /// with CRC the two passes of verify-first receiving; `await_rtr`
+    /// (the connection's [`crate::qp::Conn::await_rtr`]): a peer-to-peer
+    /// responder waits for the initiator's RTR.
+    pub(super) fn start(&mut self, cfg: RxConfig, await_rtr: &AtomicBool) {
+        let crc = cfg.mode.crc;
+        let (vcfg, dcfg) = cfg.verify_first();
+        self.v = crc.then(|| Deframer::new(vcfg, KernelCrc32c::new(), 0));
+        self.d = Some(Deframer::new(
+            if crc { dcfg } else { cfg },
+            KernelCrc32c::new(),
+            0,
+        ));
+        self.c = RxCtx::new(await_rtr.load(Ordering::Acquire));
+    }
+
+    /// Feeds received octets of `qp` to the deframer, which places them;
+    /// everything to do afterwards is added to `act`.
+    pub(super) fn push(&mut self, qp: &Qp, bytes: &[u8], act: &mut Actions) {
+        let Some(d) = self.d.as_mut() else { return };
+        // After a TERMINATE (RFC 5040 5.3) the deframer delivers nothing
+        // more: no placement, no completion, no TERMINATE in answer.
+        if d.error().is_some() || d.terminated() {
+            return;
+        }
+        let mut sink = self.c.sink(qp, &mut self.rq_get, act);
+        let r = d.push(bytes, &mut sink);
+        if let Err(e) = r {
+            self.c.fail(d.rejected_header(), act, e);
+        } else if d.fpdus() > 0 && self.c.take_await_rtr() {
+            act.rtr = true;
+        }
+        if d.fpdus() > 0 && qp.tx_held.load(Ordering::Relaxed) {
+            act.release_tx = true;
+        }
+    }
+
+    /// The first pass of verify-first receiving: lets the MPA-only
+    /// deframer check the octets queued in `rx` that it has not seen yet,
+    /// without consuming them. Returns how many queued octets the
+    /// deframer may take (all without CRC).
+    pub(super) fn verify(&mut self, rx: &mut SockRx<'_>) -> usize {
+        let (Some(d), Some(v)) = (self.d.as_ref(), self.v.as_mut()) else {
+            return usize::MAX;
+        };
+        if v.error().is_none() {
+            // The octets of an incomplete FPDU seen in an earlier upcall
+            // are still queued, after those of the verified FPDUs the
+            // deframer took then.
+            let skip = v.stream_offset().wrapping_sub(d.stream_offset());
+            let _ = rx.peek(skip as usize, &mut |b| {
+                v.push(b, &mut MpaOnlySink).map_err(|_| EINVAL)
+            });
+        }
+        v.verified_offset().wrapping_sub(d.stream_offset()) as usize
+    }
+
+    /// After the second pass: the stream of `qp` fails with the first
+    /// pass's error once the deframer took every FPDU before the failed
+    /// one (unless it failed or ended already).
+    pub(super) fn verify_failed(&mut self, qp: &Qp, act: &mut Actions) {
+        let (Some(d), Some(v)) = (self.d.as_ref(), self.v.as_ref()) else {
+            return;
+        };
+        let Some(e) = v.error() else { return };
+        if d.error().is_some()
+            || d.terminated()
+            || act.error.is_some()
+            || qp.state() != QpState::Rts
+        {
+            return;
+        }
+        if d.stream_offset() == v.verified_offset() {
+            // Nothing of the failed FPDU was parsed: no header to copy.
+            self.c.forget_header();
+            self.c.fail(d.rejected_header(), act, e);
+        }
+    }
+
+    /// Ends the receive in progress (the QP is going to error).
+    pub(super) fn flush_active(&mut self) -> Option<RecvCompletion> {
+        self.c.flush_active()
+    }
+}
