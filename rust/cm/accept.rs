@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: the initiator's MPA Request goes to the CM as
+//! CONNECT_REQUEST; `iw_accept` answers it with our Reply (RFC 5044
+//! section 7.1, RFC 6581 IRD/ORD and RTR) and moves the QP to RTS;
+//! `iw_reject` answers it with a reject Reply.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::base::limits;
+use crate::kif::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
+use crate::kif::params;
+use crate::qp::Qp;
+use crate::wire::connect::{
+    max_user_pdata, FrameKind, IrdOrd, MpaRr, RtrType, RES_LARGE_FPDU, REVISION_1, REVISION_2,
+};
+
+use super::establish::{establish, PerDir, Rtr, Terms};
+use super::mpa::{send_rr, Peer};
+use super::phase::{Connected, Established, Incoming, Phase, Requested};
+use super::Cep;
+
+/// Our MPA Reply to a Request, and what the connection then uses.
+struct Reply {
+    /// The Reply's header.
+    hdr: MpaRr,
+    /// Its IRD/ORD data (if the Request had them).
+    ird_ord: Option<IrdOrd>,
+    /// What the connection uses.
+    terms: Terms,
+}
+
+/// Peer-to-peer (RFC 6581): the IRD/ORD data of a Request `peer` that
+/// offers the model, and the RTR we keep of those it offers (a zero
+/// length Write by preference, as siw, then a Read; a Send when it offers
+/// neither; rsiw takes every RTR type).
+fn rtr_offered(peer: &Peer) -> (Option<IrdOrd>, Option<RtrType>) {
+    let offered = peer.ird_ord.filter(|io| peer.enhanced && io.peer_to_peer);
+    let rtr_type = offered.and_then(|o| o.choose_rtr(true, true).ok());
+    (offered, rtr_type)
+}
+
+impl Requested {
+    /// The IRD and ORD of the connection with the resources of `p`.
+    /// RFC 6581 (as siw's accept): our ORD at most the initiator's IRD,
+    /// our IRD raised to its ORD where resources allow (an irdma initiator
+    /// refuses a Reply whose IRD is below its ORD).
+    fn resources(&self, p: &ConnParam) -> (u32, u32) {
+        let (mut ird, mut ord) = (p.ird, p.ord);
+        if self.peer.enhanced && self.peer.ird_ord.is_some() {
+            ord = ord.min(self.ord);
+            ird = ird.max(self.ird);
+        }
+        (ird, ord)
+    }
+
+    /// The Reply to this Request with the resources of `p` and what the
+    /// module parameters ask for. `EINVAL` for private data beyond what
+    /// the Reply carries, or resources beyond the device's.
+    fn reply(&self, p: &ConnParam) -> Result<Reply> {
+        let peer = &self.peer;
+        // The Reply has IRD/ORD data only if the Request had them.
+        if p.pdata.len() > max_user_pdata(peer.enhanced)
+            || p.ord > limits::MAX_ORD
+            || p.ird > limits::MAX_IRD
+        {
+            return Err(EINVAL);
+        }
+        let crc = peer.crc || params::mpa_crc_required();
+        let markers_wanted = params::mpa_markers_wanted();
+        // Large FPDUs (both ways) only if the initiator offered them: the
+        // Reply then carries the bit too, as siw's does.
+        let large_ok = params::mpa_large_fpdu() && peer.large_fpdu;
+        let rev = if peer.revision == REVISION_1 {
+            REVISION_1
+        } else {
+            REVISION_2
+        };
+        let (offered, rtr_type) = rtr_offered(peer);
+        let (ird, ord) = self.resources(p);
+        let ird_ord = peer.enhanced.then(|| IrdOrd {
+            ird: ird.min(0x3fff) as u16,
+            ord: ord.min(0x3fff) as u16,
+            peer_to_peer: offered.is_some(),
+            zero_length_rtr: offered.is_some_and(|o| o.zero_length_rtr),
+            write_rtr: rtr_type == Some(RtrType::Write),
+            read_rtr: rtr_type == Some(RtrType::Read),
+        });
+        let mut hdr = MpaRr::new(FrameKind::Reply, rev, 0);
+        hdr.crc = crc;
+        hdr.markers = markers_wanted;
+        if large_ok {
+            hdr.res |= RES_LARGE_FPDU;
+        }
+        // Peer-to-peer: ESTABLISHED waits for the initiator's RTR.
+        let rtr = if offered.is_some() {
+            Rtr::Await
+        } else if params::mpa_responder_waits() {
+            Rtr::Hold
+        } else {
+            Rtr::None
+        };
+        let terms = Terms {
+            crc,
+            // Markers per direction (RFC 5044 7.1.1): the initiator's M
+            // asks for them on what we send, ours (in the Reply) on what
+            // we receive.
+            markers: PerDir {
+                tx: peer.markers,
+                rx: markers_wanted,
+            },
+            large: PerDir {
+                tx: large_ok,
+                rx: large_ok,
+            },
+            ird,
+            ord,
+            rtr,
+        };
+        Ok(Reply {
+            hdr,
+            ird_ord,
+            terms,
+        })
+    }
+}
+
+impl Phase {
+    /// Responder: the peer's MPA Request arrived: goes to the CM as
+    /// CONNECT_REQUEST on the listener's id, naming this endpoint, and the
+    /// endpoint waits for the CM's accept or reject.
+    pub(super) fn on_request(&mut self, cep: &Arc<Cep>, peer: Peer) -> Result {
+        let Some(Incoming { mpa, listener }) = self.take_incoming() else {
+            return Err(EINVAL);
+        };
+        let addrs = (mpa.sock.local_addr()?, mpa.sock.peer_addr()?);
+        // The initiator's ORD is what we must serve (our IRD) and its IRD
+        // bounds our ORD. A revision 1 peer says nothing: offer the maxima
+        // rather than 0 (upstream siw offers 0, which breaks RDMA Read).
+        let (ird, ord) = match peer.ird_ord {
+            Some(io) => (
+                (io.ord as u32).min(limits::MAX_IRD),
+                (io.ird as u32).min(limits::MAX_ORD),
+            ),
+            None => (limits::MAX_IRD, limits::MAX_ORD),
+        };
+        // The event carries the peer's view (as siw does): its IRD, which
+        // rdma_cm makes our initiator depth (ORD), and its ORD, which becomes
+        // our responder resources (IRD).
+        let ev = CmEvent {
+            kind: CmEventKind::ConnectRequest,
+            status: 0,
+            addrs: Some(addrs),
+            pdata: &peer.pdata,
+            ird: ord.min(255) as u8,
+            ord: ird.min(255) as u8,
+        };
+        listener.id.event(&ev, Some(cep.clone()))?;
+        // The CM made its own id for this connection; holding the
+        // listener (and its id) any longer would block the listener's
+        // destruction while the request waits for accept or reject.
+        drop(listener);
+        *self = Phase::AwaitAccept(Requested {
+            sock: mpa.sock,
+            peer,
+            ird,
+            ord,
+        });
+        Ok(())
+    }
+
+    /// Accepts the Request: sends our Reply and moves `qp` to RTS on the
+    /// connection (CM id `id`; `cep` is this endpoint). Any failure after
+    /// the Reply's checks leaves the endpoint closed: the CM puts its id
+    /// back to IDLE when accept fails, and no event may reach it any more
+    /// (a CLOSE there is a BUG() in the CM).
+    fn accept(&mut self, cep: &Arc<Cep>, qp: Arc<Qp>, id: CmId, p: &ConnParam) -> Result {
+        let Phase::AwaitAccept(req) = self else {
+            return Err(EINVAL);
+        };
+        let Reply {
+            hdr,
+            ird_ord,
+            terms,
+        } = req.reply(p)?;
+        let req = self.take_requested().ok_or(EINVAL)?;
+        send_rr(&req.sock, hdr, ird_ord, &p.pdata)?;
+        let est = Established {
+            addrs: (req.sock.local_addr()?, req.sock.peer_addr()?),
+            ird: terms.ird,
+            ord: terms.ord,
+        };
+        establish(cep, &qp, req.sock, id.clone(), &terms)?;
+        let pending = if terms.rtr == Rtr::Await {
+            Some(est)
+        } else {
+            // Under the endpoint lock: the connection may already be
+            // dying (a peer that closes right after our Reply), and
+            // `close` must not report CLOSE before ESTABLISHED, which the
+            // CM, its id still in CONN_RECV, answers with BUG().
+            est.report(&id);
+            None
+        };
+        *self = Phase::Rdma(Connected { id, qp, pending });
+        Ok(())
+    }
+
+    /// Refuses the Request waiting for the CM: sends the reject Reply with
+    /// `pdata` and closes. An endpoint in another phase (closed, its peer
+    /// gone) stays as it is.
+    fn reject(&mut self, pdata: &[u8]) {
+        let Some(req) = self.take_requested() else {
+            return;
+        };
+        let mut hdr = MpaRr::new(FrameKind::Reply, req.peer.revision, 0);
+        hdr.reject = true;
+        let _ = send_rr(&req.sock, hdr, None, pdata);
+        req.sock.detach();
+        req.sock.shutdown();
+    }
+}
+
+/// `iw_accept`: answer the connect request of `cep` and move `qp` (the QP
+/// `p.qpn` names) to RTS.
+pub(crate) fn accept(qp: Arc<Qp>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
+    let mut phase = cep.phase.lock();
+    phase.accept(&cep, qp, id, &p)
+}
+
+/// `iw_reject`: refuse a connect request with private data.
+pub(crate) fn reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
+    // (the reject Reply has no IRD/ORD data) More than fits is the
+    // caller's error, not something to cut silently.
+    if pdata.len() > max_user_pdata(false) {
+        return Err(EINVAL);
+    }
+    cep.phase.lock().reject(pdata);
+    Ok(())
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What an MPA exchange settles for a connection ([`Terms`]: CRC, markers
+//! and large FPDUs per direction, IRD and ORD, the peer-to-peer RTR), and
+//! [`establish`], which hands the socket to the QP as its connection and
+//! moves the QP to RTS. Both sides end their exchange here.
+
+use core::sync::atomic::AtomicBool;
+use kernel::{prelude::*, sync::Arc};
+
+use crate::base::stats::Counter;
+use crate::kif::iwcm::CmId;
+use crate::kif::sock::Socket;
+use crate::qp::{Conn, Qp, QpState};
+use crate::wire::mpa::mulpdu;
+
+use super::Cep;
+
+/// An FPDU option negotiated per direction: MPA markers (RFC 5044 7.1.1)
+/// and FPDUs larger than a TCP segment (`RES_LARGE_FPDU`).
+#[derive(Clone, Copy)]
+pub(super) struct PerDir {
+    /// In the FPDUs we send.
+    pub(super) tx: bool,
+    /// In the FPDUs we receive.
+    pub(super) rx: bool,
+}
+
+/// The peer-to-peer ready-to-receive message of a connection.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rtr {
+    /// Not the peer-to-peer model.
+    None,
+    /// Initiator: send a zero length Write before anything else.
+    Send,
+    /// Responder: report ESTABLISHED when the initiator's RTR arrived.
+    Await,
+    /// Client-server responder: send no FPDU before the initiator's first
+    /// one arrived (RFC 5044 section 7.1.2, `mpa_responder_waits`).
+    Hold,
+}
+
+/// What the MPA exchange settled for a connection.
+pub(super) struct Terms {
+    /// MPA CRC in use.
+    pub(super) crc: bool,
+    /// MPA markers.
+    pub(super) markers: PerDir,
+    /// FPDUs larger than a TCP segment.
+    pub(super) large: PerDir,
+    /// The connection's IRD (the QP's IRQ is sized for it).
+    pub(super) ird: u32,
+    /// The connection's ORD.
+    pub(super) ord: u32,
+    /// The peer-to-peer RTR, or the responder's hold.
+    pub(super) rtr: Rtr,
+}
+
+/// Hands `sock` to `qp` as its connection on the terms `t` (CM id `id`;
+/// `cep` reports the close) and moves the QP to RTS.
+pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t: &Terms) -> Result {
+    sock.detach();
+    let m = mulpdu(sock.mss().max(536), t.markers.tx);
+    // RFC 5044: receivers must not depend on FPDU alignment, and
+    // upstream siw takes any ULPDU_Length: MULPDU (and the large FPDU
+    // flag of the exchange) limits what we send, not what we take.
+    let rx_max = u16::MAX;
+    let conn = Arc::new(
+        Conn {
+            sock,
+            tx_markers: t.markers.tx,
+            rx_markers: t.markers.rx,
+            crc: t.crc,
+            mulpdu: m,
+            large_fpdu: t.large.tx,
+            rx_max_ulpdu: rx_max,
+            send_rtr: t.rtr == Rtr::Send,
+            await_rtr: AtomicBool::new(t.rtr == Rtr::Await),
+            hold_tx: t.rtr == Rtr::Hold,
+            cep: cep.clone(),
+            id,
+        },
+        GFP_KERNEL,
+    )?;
+    {
+        let mut inner = qp.inner.lock();
+        if inner.state != QpState::Idle && inner.state != QpState::Rtr {
+            return Err(EINVAL);
+        }
+        inner.ird = t.ird;
+        inner.ord = t.ord;
+        qp.put_state(&mut inner, QpState::Rts);
+    }
+    qp.stats.inc(Counter::ConnectionsEstablished);
+    *qp.conn.lock() = Some(conn.clone());
+    conn.sock.attach(qp.clone())?;
+    crate::qp::rx::start(qp)?;
+    qp.schedule_tx();
+    Ok(())
+}

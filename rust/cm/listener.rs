@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Listening sockets: a [`Listener`] serves one listening CM id
+//! (`iw_create_listen`); each connection it accepts gets an endpoint that
+//! reads the initiator's MPA Request.
+
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
+
+use crate::kif::iwcm::CmId;
+use crate::kif::sock::{SockEvents, SockRx, Socket, TcpState};
+use crate::wire::connect::FrameKind;
+
+use super::phase::{Exchange, Incoming, Phase};
+use super::Cep;
+
+/// A listening socket and the CM id it serves.
+#[pin_data]
+pub struct Listener {
+    sock: Socket,
+    /// The listening CM id, which gets the connect requests.
+    pub(super) id: CmId,
+    #[pin]
+    work: Work<Listener>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Listener { self.work }
+}
+
+impl WorkItem for Listener {
+    type Pointer = Arc<Listener>;
+
+    fn run(this: Arc<Listener>) {
+        while let Ok(Some(s)) = this.sock.accept() {
+            s.set_nodelay();
+            let incoming = Incoming {
+                mpa: Exchange::new(s, FrameKind::Request),
+                listener: this.clone(),
+            };
+            let Ok(cep) = Cep::new(Phase::AwaitRequest(incoming)) else {
+                continue;
+            };
+            let attached = cep
+                .phase
+                .lock()
+                .exchange()
+                .map(|mpa| mpa.sock.attach(cep.clone()));
+            if let Some(Ok(())) = attached {
+                cep.arm_timeout();
+                cep.kick();
+            }
+        }
+    }
+}
+
+impl SockEvents for Listener {
+    fn data_ready(this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {
+        let _ = crate::kif::wq::queue().enqueue(Arc::<Listener>::from(this));
+    }
+
+    fn state_change(_this: ArcBorrow<'_, Self>, _s: TcpState) {}
+}
+
+/// `iw_create_listen` on the device whose net device has interface index
+/// `ifindex`.
+pub(crate) fn create_listen(ifindex: i32, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
+    let laddr = id.local_addr();
+    let sock = Socket::tcp(laddr.is_v6())?;
+    sock.set_reuseaddr();
+    // A consumer listening on both families (nfsd, say) asks for IPv6
+    // only on its IPv6 listener; without it the IPv4 one gets EADDRINUSE.
+    if laddr.is_v6() && id.afonly() {
+        sock.set_v6only()?;
+    }
+    // rdma_cm listens on every device for a wildcard address; each device
+    // takes only its own net device's connections (as siw does), so that
+    // listeners of several devices can share the port.
+    if laddr.is_wildcard() {
+        sock.bind_to_ifindex(ifindex)?;
+    }
+    sock.bind(&laddr)?;
+    sock.listen(backlog.max(1))?;
+    let l = Arc::pin_init(
+        pin_init!(Listener { sock, id, work <- new_work!("rsiw::listen") }),
+        GFP_KERNEL,
+    )?;
+    l.sock.attach(l.clone())?;
+    Ok(l)
+}
+
+/// `iw_destroy_listen`.
+pub(crate) fn destroy_listen(l: Arc<Listener>) {
+    l.sock.detach();
+}
