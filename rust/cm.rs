@@ -21,10 +21,10 @@ use kernel::{
 use crate::base::limits;
 use crate::kif::crc::KernelCrc32c;
 use crate::kif::{
-    iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
+    compat::delayed_work::{Expire, Timeout},
     params,
+    rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam},
     sock::{SockAddr, SockEvents, SockRx, Socket, TcpState},
-    timer::{Expire, Timeout},
 };
 use crate::qp::{Conn, Endpoint, Qp, QpState};
 use crate::wire::connect::{
@@ -214,7 +214,7 @@ impl Cep {
 
     /// Schedules the endpoint's work.
     fn kick(self: &Arc<Self>) {
-        let _ = crate::kif::wq::queue().enqueue(self.clone());
+        let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
     }
 
     /// Moves the connection along; runs on the workqueue.
@@ -283,12 +283,12 @@ impl Cep {
             }
             let sock = st.sock.as_ref().ok_or(EINVAL)?;
             let n = match sock.recv(&mut buf[..want]) {
-                Ok(0) => return Err(crate::kif::econnreset()),
+                Ok(0) => return Err(crate::kif::compat::error::econnreset()),
                 Ok(n) => n,
                 Err(e) if e == EAGAIN => {
                     return match sock.state() {
                         TcpState::Established => Ok(()),
-                        _ => Err(crate::kif::econnreset()),
+                        _ => Err(crate::kif::compat::error::econnreset()),
                     };
                 }
                 Err(e) => return Err(e),
@@ -308,7 +308,7 @@ impl Cep {
                         };
                         send_setup_terminate(sock, mode, LlpError::InvalidRequestReply(e));
                     }
-                    return Err(crate::kif::eproto());
+                    return Err(crate::kif::compat::error::eproto());
                 }
             };
             if done {
@@ -411,7 +411,7 @@ impl Cep {
                 };
                 send_setup_terminate(sock, mode, e);
             }
-            return Err(crate::kif::econnrefused());
+            return Err(crate::kif::compat::error::econnrefused());
         }
         let id = st.id.clone().ok_or(EINVAL)?;
         let sock = st.sock.take().ok_or(EINVAL)?;
@@ -421,7 +421,7 @@ impl Cep {
             sock.detach();
             let ev = CmEvent {
                 kind: CmEventKind::ConnectReply,
-                status: crate::kif::econnrefused().to_errno(),
+                status: crate::kif::compat::error::econnrefused().to_errno(),
                 addrs: Some(addrs),
                 pdata: &peer.pdata,
                 ird: 0,
@@ -627,7 +627,7 @@ impl Expire for Cep {
         let mut st = this.st.lock();
         if matches!(st.phase, Phase::AwaitRequest | Phase::AwaitReply) {
             pr_debug!("MPA exchange timed out\n");
-            this.fail(&mut st, crate::kif::etimedout());
+            this.fail(&mut st, crate::kif::compat::error::etimedout());
         }
     }
 }
@@ -672,7 +672,7 @@ fn send_all(sock: &Socket, buf: &[u8]) -> Result {
             Ok(k) => off += k,
             Err(e) if e == EAGAIN && tries < 100 => {
                 tries += 1;
-                crate::kif::sleep_ms(10);
+                crate::kif::compat::delay::sleep_ms(10);
             }
             Err(e) => return Err(e),
         }
@@ -912,7 +912,7 @@ impl WorkItem for Listener {
 
 impl SockEvents for Listener {
     fn data_ready(this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {
-        let _ = crate::kif::wq::queue().enqueue(Arc::<Listener>::from(this));
+        let _ = crate::kif::compat::workqueue::queue().enqueue(Arc::<Listener>::from(this));
     }
 
     fn state_change(_this: ArcBorrow<'_, Self>, _s: TcpState) {}

@@ -7,10 +7,11 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use crate::base::{limits, Kind, Quota, Quotas};
 use crate::kif::{
-    handle::CqHandle,
-    ib::CreateCq,
-    queue::{Cqe, Ring, UserMapping, CQ_TRAILER},
-    sync::SpinLockIrq,
+    compat::sync::SpinLockIrq,
+    rdma::handle::CqHandle,
+    rdma::mmap::UserMapping,
+    rdma::CreateCq,
+    siw::{Cqe, Ring, CQ_TRAILER},
 };
 
 /// Notification bits of the shared control word (`enum siw_notify_flags`).
@@ -61,7 +62,7 @@ impl Cq {
     /// Creates a CQ of at least `args.cqe` entries.
     pub fn create(quotas: &Arc<Quotas>, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
         if args.flags != 0 {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let quota = Quota::take(quotas, Kind::Cq)?;
         Self::build(&mut args, quota)
@@ -73,7 +74,7 @@ impl Cq {
         }
         let user = args.user.is_some();
         let ring = Ring::<Cqe>::new(args.cqe, CQ_TRAILER, user)?;
-        let id = crate::kif::random_u32();
+        let id = crate::kif::compat::random::random_u32();
         let mapping = match &args.user {
             Some(u) => {
                 let (m, key) = u.map(ring.mem())?;

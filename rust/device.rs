@@ -9,10 +9,10 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
 use crate::base::{eui64, stats::Stats, Quotas, Rsiw, NODE_DESC};
-use crate::kif::xarray::{RcuXArray, XArray};
+use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
-    ib::{self, DeviceRef, DeviceSetup, PortEvent},
     net::{LinkDriver, NetDev, NetdevEvent},
+    rdma::{self, DeviceRef, DeviceSetup, PortEvent},
 };
 use crate::mem;
 use crate::qp::Qp;
@@ -92,7 +92,7 @@ impl LinkDriver for Link {
             node_desc: NODE_DESC,
             num_comp_vectors: 1,
         };
-        ib::register_device::<Rsiw>(setup, dev)?;
+        rdma::register_device::<Rsiw>(setup, dev)?;
         pr_info!("device {} on its net device registered\n", name);
         Ok(())
     }

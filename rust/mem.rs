@@ -11,10 +11,10 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::base::{limits, Kind, Pd, Quota, Quotas, Rsiw};
 use crate::kif::{
-    ib::{RegUserMr, ReregUserMr},
-    mem::Umem,
-    sync::SpinLockIrq,
-    xarray::RcuXArray,
+    compat::sync::SpinLockIrq,
+    rcu_xarray::RcuXArray,
+    rdma::umem::Umem,
+    rdma::{RegUserMr, ReregUserMr},
 };
 
 pub mod access;

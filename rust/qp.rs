@@ -16,21 +16,21 @@ use kernel::{
 };
 
 use crate::base::{
-    abi::{op, wc, wqe},
     limits,
     stats::{Counter, Stats},
     Kind, Quota, Quotas, Rsiw,
 };
 use crate::cq::Cq;
-use crate::kif::xarray::XArray;
+use crate::kif::compat::xarray::XArray;
 use crate::kif::{
-    handle::QpHandle,
-    ib::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
+    compat::sync::SpinLockIrq,
     net::NetDev,
-    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE},
+    rdma::handle::QpHandle,
+    rdma::mmap::UserMapping,
+    rdma::wr::{RecvWrs, SendKind, SendWrs},
+    rdma::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
+    siw::{op, wc, wqe, Cqe, Ring, Rqe, Sqe, MAX_INLINE, MAX_SGE},
     sock::Socket,
-    sync::SpinLockIrq,
-    wr::{RecvWrs, SendKind, SendWrs},
 };
 use crate::mem::{self, access};
 use crate::srq::Srq;
@@ -168,7 +168,7 @@ pub struct Conn {
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<dyn Endpoint>,
     /// The CM id of the connection.
-    pub id: crate::kif::iwcm::CmId,
+    pub id: crate::kif::rdma::iwcm::CmId,
 }
 
 /// Fixed QP sizes.
@@ -303,7 +303,7 @@ impl Qp {
     ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if i.create_flags != 0 {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let quota = Quota::take(quotas, Kind::Qp)?;
         Self::build(qps, mem_xa, stats, a, quota)
@@ -318,7 +318,7 @@ impl Qp {
     ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if !i.rc {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         if i.max_send_wr > limits::MAX_QP_WR
             || i.max_recv_wr > limits::MAX_QP_WR
@@ -421,7 +421,7 @@ impl Qp {
     /// Applies a `modify_qp` from the verbs interface (not the CM).
     pub fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
         if m.nonstandard {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let mut inner = self.inner.lock();
         if let Some(acc) = m.access {
@@ -479,7 +479,7 @@ impl Qp {
                 Ok(())
             }
             (QpState::Closing, QpState::Closing) => Ok(()),
-            (QpState::Closing, _) => Err(crate::kif::econnaborted()),
+            (QpState::Closing, _) => Err(crate::kif::compat::error::econnaborted()),
             _ => Ok(()),
         }
     }
@@ -660,7 +660,7 @@ impl Qp {
                     self.flush_sq();
                     Ok(())
                 }
-                _ => Err(crate::kif::enotconn()),
+                _ => Err(crate::kif::compat::error::enotconn()),
             };
         }
         let mut inner = self.inner.lock();
@@ -670,7 +670,7 @@ impl Qp {
                 drop(inner);
                 return self.flush_send_wrs(wrs);
             }
-            _ => return Err(crate::kif::enotconn()),
+            _ => return Err(crate::kif::compat::error::enotconn()),
         }
         for wr in wrs {
             let wr = wr?;
@@ -742,7 +742,7 @@ impl Qp {
                     length,
                 } => {
                     sqe.opcode = op::REG_MR;
-                    sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
+                    sqe.raddr = crate::kif::rdma::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
                     sqe.rkey = key;
                     sqe.access = (acc & access::IWARP_MASK) as u64;
                     // The region as the request sees it (see `tx::reg_mr`).
@@ -828,7 +828,7 @@ impl Qp {
                 }
                 return Ok(());
             }
-            _ => return Err(crate::kif::enotconn()),
+            _ => return Err(crate::kif::compat::error::enotconn()),
         }
         for wr in wrs {
             rq.post(&mut inner.rq_put, &wr?, self.caps.rq_max_sge)?;
@@ -838,7 +838,7 @@ impl Qp {
 
     /// Schedules the transmit work (a no-op if already scheduled).
     pub fn schedule_tx(self: &Arc<Self>) {
-        let _ = crate::kif::wq::queue().enqueue(self.clone());
+        let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
     }
 
     /// Schedules the transmit work on another CPU, next to what this one
@@ -849,7 +849,7 @@ impl Qp {
     /// there would first have to preempt it: ib_read_lat 64 B 86 vs 70 us
     /// per Read), and for a streaming application's doorbell.
     pub fn schedule_tx_elsewhere(self: &Arc<Self>) {
-        let _ = crate::kif::wq::enqueue_on_next_cpu(self.clone());
+        let _ = crate::kif::compat::workqueue::enqueue_on_next_cpu(self.clone());
     }
 
     /// Asks the connection manager to close the QP's connection (done on

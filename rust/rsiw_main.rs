@@ -55,12 +55,12 @@ struct Rsiw {
     // Dropped in order: the link type and all devices first, then the
     // workqueue (which drains whatever they left queued).
     _link: Pin<KBox<kif::net::LinkRegistration>>,
-    _wq: kif::wq::WqOwner,
+    _wq: kif::compat::workqueue::WqOwner,
 }
 
 impl kernel::Module for Rsiw {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let wq = kif::wq::WqOwner::new()?;
+        let wq = kif::compat::workqueue::WqOwner::new()?;
         let link = kif::net::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
         pr_info!("soft-iWARP device type 'rsiw' registered\n");
         Ok(Rsiw {

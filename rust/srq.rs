@@ -7,11 +7,12 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use crate::base::{limits, Kind, Quota, Quotas, Rsiw};
 use crate::kif::{
-    handle::SrqHandle,
-    ib::{CreateSrq, SrqAttr},
-    queue::{Ring, Rqe, UserMapping, MAX_SGE, WQE_VALID},
-    sync::SpinLockIrq,
-    wr::RecvWrs,
+    compat::sync::SpinLockIrq,
+    rdma::handle::SrqHandle,
+    rdma::mmap::UserMapping,
+    rdma::wr::RecvWrs,
+    rdma::{CreateSrq, SrqAttr},
+    siw::{Ring, Rqe, MAX_SGE, WQE_VALID},
 };
 
 /// Mutable SRQ state.
@@ -49,7 +50,7 @@ impl Srq {
     /// Creates an SRQ.
     pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
         if !a.basic {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let quota = Quota::take(quotas, Kind::Srq)?;
         let at = a.attr;
@@ -92,7 +93,7 @@ impl Srq {
     /// Changes the limit (resizing is not supported, as in siw).
     pub fn modify(&self, max_wr: Option<u32>, limit: Option<u32>) -> Result {
         if max_wr.is_some() {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         if let Some(l) = limit {
             if l > self.ring.len() {

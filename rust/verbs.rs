@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The verbs: rsiw's `ib_device` operations (the `kif::ib::Driver`
+//! The verbs: rsiw's `ib_device` operations (the `kif::rdma::Driver`
 //! implementation of [`Rsiw`]), dispatched to the layers below; device
 //! and port queries, user contexts and protection domains are answered
 //! here, with the siw user ABI (`siw-abi.h`) responses.
@@ -13,16 +13,16 @@ use crate::base::{eui64, limits, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID};
 use crate::cq::Cq;
 use crate::device::Device;
 use crate::kif::{
-    handle::QpHandle,
-    ib::{
+    net::NetDev,
+    rdma::handle::QpHandle,
+    rdma::iwcm::{CmId, ConnParam},
+    rdma::udata::Udata,
+    rdma::wr::{RecvWrs, SendWrs},
+    rdma::{
         CreateCq, CreateQp, CreateSrq, DeviceCaps, Driver, Mtu, PortInfo, QpModify, QpQuery,
         RegUserMr, ReregUserMr, SrqAttr, StatDescs,
     },
-    iwcm::{CmId, ConnParam},
-    net::NetDev,
-    queue::Cqe,
-    udata::Udata,
-    wr::{RecvWrs, SendWrs},
+    siw::Cqe,
 };
 use crate::mem::{self, Mr};
 use crate::qp::Qp;

@@ -7,7 +7,7 @@
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque};
 
-use super::{glue, ib};
+use super::{glue, rdma as ib};
 
 /// A net device that is alive for at least `'a`.
 pub struct NetDev<'a> {
@@ -21,14 +21,14 @@ impl<'a> NetDev<'a> {
     /// # Safety
     ///
     /// `ptr` must point to a registered net device that stays valid for `'a`.
-    pub(crate) unsafe fn from_raw(ptr: NonNull<bindings::net_device>) -> Self {
+    pub(in crate::kif) unsafe fn from_raw(ptr: NonNull<bindings::net_device>) -> Self {
         Self {
             ptr,
             _p: PhantomData,
         }
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut bindings::net_device {
+    pub(in crate::kif) fn as_ptr(&self) -> *mut bindings::net_device {
         self.ptr.as_ptr()
     }
 
@@ -93,7 +93,7 @@ impl<'a> NetDev<'a> {
 }
 
 /// A net device reference we hold (dropped with `dev_put`).
-pub(crate) struct NetDevRef(NonNull<bindings::net_device>);
+pub(in crate::kif) struct NetDevRef(NonNull<bindings::net_device>);
 
 impl NetDevRef {
     /// Takes over a reference the caller holds (as returned by
@@ -102,12 +102,12 @@ impl NetDevRef {
     /// # Safety
     ///
     /// A non-null `p` must carry a reference that is now ours to drop.
-    pub(crate) unsafe fn from_held(p: *mut bindings::net_device) -> Option<Self> {
+    pub(in crate::kif) unsafe fn from_held(p: *mut bindings::net_device) -> Option<Self> {
         NonNull::new(p).map(Self)
     }
 
     /// The device, borrowed for as long as the reference lives.
-    pub(crate) fn dev(&self) -> NetDev<'_> {
+    pub(in crate::kif) fn dev(&self) -> NetDev<'_> {
         // SAFETY: our reference keeps the device alive while `self` lives.
         unsafe { NetDev::from_raw(self.0) }
     }

@@ -43,7 +43,7 @@ impl TcpState {
 
 /// A socket address (`struct sockaddr_storage`), IPv4 or IPv6.
 #[derive(Clone, Copy)]
-pub struct SockAddr(pub(crate) bindings::__kernel_sockaddr_storage);
+pub struct SockAddr(pub(in crate::kif) bindings::__kernel_sockaddr_storage);
 
 // SAFETY: `sockaddr_storage` is plain bytes; its only pointer member
 // (`__align`) exists for alignment and is never dereferenced.

@@ -8,7 +8,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::kif::queue::{Sge, Sqe};
+use crate::kif::siw::{Sge, Sqe};
 use crate::mem::Mem;
 use crate::wire::rdmap::ReadRequest;
 

@@ -21,12 +21,12 @@ use kernel::{
 use super::orq::IrqEntry;
 use super::tx::queue_terminate;
 use super::{Qp, QpState};
-use crate::base::abi::{op, wc, wqe};
 use crate::base::stats::Counter;
+use crate::kif::siw::{op, wc, wqe};
 use crate::kif::{
     crc::KernelCrc32c,
-    handle::QpEvent,
-    queue::{Rqe, Sge, MAX_SGE},
+    rdma::handle::QpEvent,
+    siw::{Rqe, Sge, MAX_SGE},
     sock::{SockEvents, SockRx, TcpState},
 };
 use crate::mem::access::{

@@ -37,12 +37,12 @@ use kernel::{
 use self::emit::Sent;
 use super::orq::{Fifo, IrqEntry, OrqEntry, TermMsg, WrRef, TERM_MAX};
 use super::{Conn, Qp, QpState};
-use crate::base::abi::{op, wc, wqe};
 use crate::base::limits;
 use crate::base::stats::Counter;
+use crate::kif::siw::{op, wc, wqe};
 use crate::kif::{
-    handle::QpEvent,
-    queue::{Sge, Sqe, MAX_INLINE, MAX_SGE},
+    rdma::handle::QpEvent,
+    siw::{Sge, Sqe, MAX_INLINE, MAX_SGE},
 };
 use crate::mem::access::{self, check_mem, lookup_inval, lookup_stag, MemFault, StagCache};
 use crate::mem::{Mem, MemKind};

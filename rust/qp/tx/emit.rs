@@ -218,7 +218,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
         ..
     } = tx;
     let Some(conn) = conn.as_deref() else {
-        return Err(crate::kif::enotconn());
+        return Err(crate::kif::compat::error::enotconn());
     };
     let Some(job) = job_slot.as_ref() else {
         return Ok(Sent::Done);

@@ -5,6 +5,13 @@
 //! unload can drain it: [`WqOwner`] destroys the queue, waiting for every
 //! item, before the module's code goes away. A second queue runs the drops
 //! of objects that RCU readers may still see ([`drop_after_gp`]).
+//!
+//! The 6.12 `kernel::workqueue` can queue work on a [`Queue`] but not
+//! allocate one, nor queue on a given CPU or after a grace period
+//! (`queue_rcu_work`); this module adds those for rsiw's queues, and uses
+//! `Queue` and its work item traits for the rest.
+//!
+//! Drop each part when the minimum kernel's `kernel::workqueue` has it.
 
 use core::{
     ptr::{self, NonNull},
@@ -12,7 +19,7 @@ use core::{
 };
 use kernel::{bindings, prelude::*, sync::Arc, workqueue::Queue};
 
-use super::glue;
+use crate::kif::glue;
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 static DROP_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
@@ -98,7 +105,7 @@ pub fn drain_drops() {
 }
 
 /// The raw rsiw workqueue (for C glue that queues its own work).
-pub(crate) fn raw() -> *mut bindings::workqueue_struct {
+pub(in crate::kif) fn raw() -> *mut bindings::workqueue_struct {
     WQ.load(Ordering::Acquire)
 }
 

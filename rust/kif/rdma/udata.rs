@@ -19,7 +19,7 @@ impl<'a> Udata<'a> {
     /// # Safety
     ///
     /// `p` is null or a valid udata for the duration of `'a`.
-    pub(crate) unsafe fn from_raw(p: *mut bindings::ib_udata) -> Result<Self> {
+    pub(in crate::kif) unsafe fn from_raw(p: *mut bindings::ib_udata) -> Result<Self> {
         // SAFETY: per the contract.
         let raw = unsafe { p.as_ref() }.map(|u| bindings::ib_udata { ..*u });
         Ok(Self {

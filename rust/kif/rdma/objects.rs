@@ -5,8 +5,8 @@
 //! SRQ: allocated by the core) or in a `KBox` with the core object at its
 //! head (MR: allocated by the driver).
 
+use super::wr::{fill_wc, MrHandle};
 use super::*;
-use crate::kif::wr::{fill_wc, MrHandle};
 
 /// Driver state of a CQ, after its `ib_cq`.
 pub(super) struct CqSlot<T: Driver> {
@@ -32,7 +32,7 @@ pub(super) struct QpSlot<T: Driver> {
 #[pin_data]
 pub(super) struct CmRefs {
     #[pin]
-    count: crate::kif::sync::SpinLockIrq<u32>,
+    count: crate::kif::compat::sync::SpinLockIrq<u32>,
     #[pin]
     zero: CondVar,
 }
@@ -666,7 +666,7 @@ pub(super) unsafe extern "C" fn alloc_mr<T: Driver>(
     max_sg: u32,
 ) -> *mut bindings::ib_mr {
     if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
-        return crate::kif::eopnotsupp().to_ptr();
+        return crate::kif::compat::error::eopnotsupp().to_ptr();
     }
     // SAFETY: live PD.
     let (dev, p) = unsafe { (drv_of::<T>((*pd).device), pd_of::<T>(pd)) };
@@ -817,7 +817,7 @@ pub(super) unsafe extern "C" fn iw_accept<T: Driver>(
 ) -> kernel::ffi::c_int {
     from_result(|| {
         // SAFETY: per the contract.
-        let cep = unsafe { crate::kif::iwcm::take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
+        let cep = unsafe { super::iwcm::take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
         // SAFETY: live arguments of this call.
         let (dev, id, p) = unsafe {
             (
@@ -842,7 +842,7 @@ pub(super) unsafe extern "C" fn iw_reject<T: Driver>(
 ) -> kernel::ffi::c_int {
     from_result(|| {
         // SAFETY: per the contract.
-        let cep = unsafe { crate::kif::iwcm::take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
+        let cep = unsafe { super::iwcm::take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
         let pd: &[u8] = if pdata.is_null() {
             &[]
         } else {
@@ -880,7 +880,7 @@ pub(super) unsafe extern "C" fn iw_destroy_listen<T: Driver>(
     id: *mut bindings::iw_cm_id,
 ) -> kernel::ffi::c_int {
     // SAFETY: per the contract, the provider data is our listener.
-    if let Some(l) = unsafe { crate::kif::iwcm::take_provider::<T::Listener>(id) } {
+    if let Some(l) = unsafe { super::iwcm::take_provider::<T::Listener>(id) } {
         T::iw_destroy_listen(l);
     }
     0

@@ -8,7 +8,7 @@
 use core::ptr::NonNull;
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::sock::SockAddr;
+use crate::kif::sock::SockAddr;
 
 /// A counted reference to an `iw_cm_id`.
 pub struct CmId {
@@ -70,7 +70,7 @@ impl ConnParam {
     /// # Safety
     ///
     /// `p` is a valid `iw_cm_conn_param` whose private data is readable.
-    pub(crate) unsafe fn from_raw(p: *const bindings::iw_cm_conn_param) -> Result<Self> {
+    pub(in crate::kif) unsafe fn from_raw(p: *const bindings::iw_cm_conn_param) -> Result<Self> {
         // SAFETY: per the contract.
         let p = unsafe { &*p };
         let mut pdata = KVec::new();
@@ -99,7 +99,7 @@ impl CmId {
     /// # Safety
     ///
     /// `p` is a live CM id (the CM holds a reference during the call).
-    pub(crate) unsafe fn get(p: *mut bindings::iw_cm_id) -> Result<Self> {
+    pub(in crate::kif) unsafe fn get(p: *mut bindings::iw_cm_id) -> Result<Self> {
         let ptr = NonNull::new(p).ok_or(EINVAL)?;
         // SAFETY: live id; `add_ref` is set by the CM for every id.
         unsafe {
@@ -188,7 +188,9 @@ impl CmId {
 /// # Safety
 ///
 /// `p` is a live id whose provider data is null or an `Arc<P>` pointer.
-pub(crate) unsafe fn take_provider<P: Send + Sync>(p: *mut bindings::iw_cm_id) -> Option<Arc<P>> {
+pub(in crate::kif) unsafe fn take_provider<P: Send + Sync>(
+    p: *mut bindings::iw_cm_id,
+) -> Option<Arc<P>> {
     // SAFETY: per the contract.
     unsafe {
         let d = (*p).provider_data;

@@ -3,11 +3,18 @@
 //! Per-CPU counters (`alloc_percpu`, `this_cpu_add`): the data path counts
 //! without a locked instruction and without sharing a cache line between
 //! CPUs; readers sum over all CPUs.
+//!
+//! The 6.12 `kernel` crate has no per-CPU data; Rust-for-Linux has it as
+//! `kernel::percpu` (per-CPU variables reached through this CPU's copy).
+//! rsiw needs only an array of counters, added to in any context and
+//! summed by readers, so [`PerCpuCounters`] has just that.
+//!
+//! Drop when the minimum kernel has `kernel::percpu`.
 
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-use super::glue;
+use crate::kif::glue;
 
 /// `N` counters per CPU.
 pub struct PerCpuCounters<const N: usize> {

@@ -9,7 +9,7 @@
 use core::ptr::NonNull;
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::sync::SpinLockIrq;
+use crate::kif::compat::sync::SpinLockIrq;
 
 /// A pointer to a core object that kif can revoke.
 #[pin_data]
@@ -39,7 +39,7 @@ impl<B> Revocable<B> {
         g.as_ref().map(|r| f(r.0))
     }
 
-    pub(crate) fn revoke(&self) {
+    pub(in crate::kif) fn revoke(&self) {
         *self.ptr.lock() = None;
     }
 }
@@ -58,10 +58,10 @@ fn dispatch(
 
 /// A completion queue of the RDMA core.
 #[derive(Clone)]
-pub struct CqHandle(pub(crate) Arc<Revocable<bindings::ib_cq>>);
+pub struct CqHandle(pub(in crate::kif) Arc<Revocable<bindings::ib_cq>>);
 
 impl CqHandle {
-    pub(crate) fn new(p: NonNull<bindings::ib_cq>) -> Result<Self> {
+    pub(in crate::kif) fn new(p: NonNull<bindings::ib_cq>) -> Result<Self> {
         Ok(Self(Revocable::new(p)?))
     }
 
@@ -109,10 +109,10 @@ pub enum QpEvent {
 
 /// A queue pair of the RDMA core.
 #[derive(Clone)]
-pub struct QpHandle(pub(crate) Arc<Revocable<bindings::ib_qp>>, u64);
+pub struct QpHandle(pub(in crate::kif) Arc<Revocable<bindings::ib_qp>>, u64);
 
 impl QpHandle {
-    pub(crate) fn new(p: NonNull<bindings::ib_qp>) -> Result<Self> {
+    pub(in crate::kif) fn new(p: NonNull<bindings::ib_qp>) -> Result<Self> {
         Ok(Self(Revocable::new(p)?, p.as_ptr() as usize as u64))
     }
 
@@ -145,10 +145,10 @@ impl QpHandle {
 
 /// A shared receive queue of the RDMA core.
 #[derive(Clone)]
-pub struct SrqHandle(pub(crate) Arc<Revocable<bindings::ib_srq>>);
+pub struct SrqHandle(pub(in crate::kif) Arc<Revocable<bindings::ib_srq>>);
 
 impl SrqHandle {
-    pub(crate) fn new(p: NonNull<bindings::ib_srq>) -> Result<Self> {
+    pub(in crate::kif) fn new(p: NonNull<bindings::ib_srq>) -> Result<Self> {
         Ok(Self(Revocable::new(p)?))
     }
 

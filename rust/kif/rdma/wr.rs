@@ -7,7 +7,23 @@
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*};
 
-use super::queue::{Cqe, Sge, MAX_INLINE, MAX_SGE};
+use crate::kif::siw::Cqe;
+
+/// Most SGEs of a kernel consumer's work request (more are refused).
+pub const MAX_SGE: usize = 6;
+/// Most octets of inline data of a kernel consumer's work request.
+pub const MAX_INLINE: usize = 80;
+
+/// A scatter/gather element (`struct ib_sge`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Address (user or kernel virtual, or DMA address for kernel users).
+    pub addr: u64,
+    /// Length in octets.
+    pub length: u32,
+    /// Local key (STag) of the memory region.
+    pub lkey: u32,
+}
 
 /// What a send work request asks for.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +74,7 @@ pub enum SendKind {
 /// A memory region of a kernel consumer named in a REG_MR work request;
 /// resolved to the driver's object by [`super::ib::mr_of`].
 #[derive(Clone, Copy, Debug)]
-pub struct MrHandle(pub(crate) NonNull<bindings::ib_mr>);
+pub struct MrHandle(pub(in crate::kif) NonNull<bindings::ib_mr>);
 
 // SAFETY: a plain identity; dereferenced only by `mr_of` under its contract.
 unsafe impl Send for MrHandle {}
@@ -126,7 +142,7 @@ impl SendWrs<'_> {
     /// # Safety
     ///
     /// `wr` is null or a valid, null-terminated list for the call.
-    pub(crate) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
+    pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
         Self {
             cur: wr,
             _p: PhantomData,
@@ -134,7 +150,7 @@ impl SendWrs<'_> {
     }
 
     /// The request the iterator stopped at (for `bad_wr`).
-    pub(crate) fn current(&self) -> *const bindings::ib_send_wr {
+    pub(in crate::kif) fn current(&self) -> *const bindings::ib_send_wr {
         self.cur
     }
 
@@ -258,7 +274,7 @@ impl RecvWrs<'_> {
     /// # Safety
     ///
     /// `wr` is null or a valid, null-terminated list for the call.
-    pub(crate) unsafe fn new(wr: *const bindings::ib_recv_wr) -> Self {
+    pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_recv_wr) -> Self {
         Self {
             cur: wr,
             _p: PhantomData,
@@ -266,7 +282,7 @@ impl RecvWrs<'_> {
     }
 
     /// The request the iterator stopped at (for `bad_wr`).
-    pub(crate) fn current(&self) -> *const bindings::ib_recv_wr {
+    pub(in crate::kif) fn current(&self) -> *const bindings::ib_recv_wr {
         self.cur
     }
 }
@@ -288,7 +304,7 @@ impl Iterator for RecvWrs<'_> {
 }
 
 /// Fills a work completion from a CQE of a kernel CQ.
-pub(crate) fn fill_wc(wc: &mut bindings::ib_wc, c: &Cqe) {
+pub(in crate::kif) fn fill_wc(wc: &mut bindings::ib_wc, c: &Cqe) {
     use bindings as b;
     let opcode = match c.opcode as u32 {
         b::siw_opcode_SIW_OP_WRITE => b::ib_wc_opcode_IB_WC_RDMA_WRITE,

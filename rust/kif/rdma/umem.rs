@@ -5,7 +5,7 @@
 use core::ptr::NonNull;
 use kernel::{bindings, page::PAGE_SIZE, prelude::*};
 
-use super::glue;
+use crate::kif::glue;
 
 /// The kernel (direct map) address of a page of pinned memory.
 #[derive(Clone, Copy)]
@@ -36,7 +36,7 @@ unsafe impl Sync for Umem {}
 
 /// Pins user memory for a registration on a given device.
 pub struct Pinner {
-    pub(crate) dev: NonNull<bindings::ib_device>,
+    pub(in crate::kif) dev: NonNull<bindings::ib_device>,
 }
 
 impl Pinner {
@@ -135,7 +135,10 @@ impl Drop for Umem {
         // SAFETY: obtained from `ib_umem_get`, released exactly once.
         unsafe {
             if glue::rsiw_in_task()
-                || glue::rsiw_umem_release_async(super::wq::raw(), self.umem.as_ptr()) != 0
+                || glue::rsiw_umem_release_async(
+                    crate::kif::compat::workqueue::raw(),
+                    self.umem.as_ptr(),
+                ) != 0
             {
                 bindings::ib_umem_release(self.umem.as_ptr());
             }

@@ -23,16 +23,24 @@ use kernel::{
 
 use kernel::sync::Arc;
 
-use super::{
+pub mod handle;
+pub mod iwcm;
+pub mod mmap;
+pub mod udata;
+pub mod umem;
+pub mod wr;
+
+use crate::kif::{
     glue,
-    handle::{CqHandle, QpHandle, SrqHandle},
-    iwcm::{CmId, ConnParam},
-    mem::Pinner,
     net::{NetDev, NetDevRef},
-    queue::{Cqe, UserCtx},
-    udata::Udata,
-    wr::{RecvWrs, SendWrs},
+    siw::Cqe,
 };
+use handle::{CqHandle, QpHandle, SrqHandle};
+use iwcm::{CmId, ConnParam};
+use mmap::UserCtx;
+use udata::Udata;
+use umem::Pinner;
+use wr::{RecvWrs, SendWrs};
 
 /// The RDMA driver id the stock user-space provider (libsiw) binds to.
 const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
@@ -711,7 +719,7 @@ static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
 
 impl Registry {
     /// Creates the registry and publishes it for the device callbacks.
-    pub(crate) fn new() -> Result<Pin<KBox<Self>>> {
+    pub(in crate::kif) fn new() -> Result<Pin<KBox<Self>>> {
         let reg = KBox::pin_init(
             pin_init!(Self {
                 devs <- new_mutex!(KVec::new()),
@@ -752,7 +760,7 @@ impl Registry {
 
     /// Unregisters every device left and waits until the RDMA core released
     /// all of them (also those another path is unregistering right now).
-    pub(crate) fn unregister_all(&self) {
+    pub(in crate::kif) fn unregister_all(&self) {
         loop {
             let next = {
                 let devs = self.devs.lock();
@@ -887,7 +895,7 @@ unsafe extern "C" fn dealloc_driver<T: Driver>(ib: *mut bindings::ib_device) {
     // Objects released after an RCU grace period (memory objects) may still
     // reference the device (a umem's release unmaps with it): let them go
     // first.
-    super::wq::drain_drops();
+    crate::kif::compat::workqueue::drain_drops();
     // SAFETY: the core calls this once, after the device is unregistered and
     // no verb can run any more; the memory is freed by the core afterwards.
     unsafe { ptr::drop_in_place(addr_of_mut!((*obj).drv)) };
@@ -1181,8 +1189,8 @@ fn ops<T: Driver>() -> bindings::ib_device_ops {
         get_hw_stats: Some(get_hw_stats::<T>),
         iw_add_ref: Some(iw_add_ref::<T>),
         iw_rem_ref: Some(iw_rem_ref::<T>),
-        mmap: Some(super::queue::mmap),
-        mmap_free: Some(super::queue::mmap_free),
+        mmap: Some(mmap::mmap),
+        mmap_free: Some(mmap::mmap_free),
         size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),
         size_ib_pd: size_of::<Obj<bindings::ib_pd, T::Pd>>(),
         size_ib_qp: size_of::<Obj<bindings::ib_qp, QpSlot<T>>>(),
