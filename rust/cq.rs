@@ -8,10 +8,10 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 use crate::base::{limits, Kind, Quota, Quotas};
 use crate::kif::{
     compat::sync::SpinLockIrq,
+    rdma::cq::CreateCq,
     rdma::handle::CqHandle,
     rdma::mmap::UserMapping,
-    rdma::CreateCq,
-    siw::{Cqe, Ring, CQ_TRAILER},
+    siw::{uresp, Cqe, Ring, CQ_TRAILER},
 };
 
 /// Notification bits of the shared control word (`enum siw_notify_flags`).
@@ -49,15 +49,6 @@ pub struct Cq {
     _quota: Quota,
 }
 
-/// `struct siw_uresp_create_cq`.
-fn create_resp(id: u32, n: u32, key: u64) -> [u8; 16] {
-    let mut r = [0u8; 16];
-    r[..4].copy_from_slice(&id.to_ne_bytes());
-    r[4..8].copy_from_slice(&n.to_ne_bytes());
-    r[8..].copy_from_slice(&key.to_ne_bytes());
-    r
-}
-
 impl Cq {
     /// Creates a CQ of at least `args.cqe` entries.
     pub fn create(quotas: &Arc<Quotas>, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
@@ -78,7 +69,7 @@ impl Cq {
         let mapping = match &args.user {
             Some(u) => {
                 let (m, key) = u.map(ring.mem())?;
-                args.udata.respond(&create_resp(id, ring.len(), key))?;
+                args.udata.respond(&uresp::create_cq(id, ring.len(), key))?;
                 Some(m)
             }
             None => None,
@@ -137,7 +128,7 @@ impl Cq {
     }
 
     /// Reaps up to `max` completions (kernel CQs).
-    pub fn poll(&self, max: usize, f: &mut dyn FnMut(&Cqe)) {
+    pub fn poll(&self, max: usize, mut f: impl FnMut(&Cqe)) {
         let mut p = self.pos.lock();
         for _ in 0..max {
             let i = p.get;

@@ -25,10 +25,11 @@ use crate::kif::compat::xarray::XArray;
 use crate::kif::{
     compat::sync::SpinLockIrq,
     net::NetDev,
+    rdma::attr::Mtu,
     rdma::handle::QpHandle,
     rdma::mmap::UserMapping,
+    rdma::qp::{CreateQp, IbQpState, QpModify, QpQuery},
     rdma::wr::{RecvWrs, SendKind, SendWrs},
-    rdma::{CreateQp, IbQpState, Mtu, QpModify, QpQuery},
     siw::{op, wc, wqe, Cqe, Ring, Rqe, Sqe, MAX_INLINE, MAX_SGE},
     sock::Socket,
 };

@@ -10,9 +10,9 @@ use crate::kif::{
     compat::sync::SpinLockIrq,
     rdma::handle::SrqHandle,
     rdma::mmap::UserMapping,
+    rdma::srq::{CreateSrq, SrqAttr},
     rdma::wr::RecvWrs,
-    rdma::{CreateSrq, SrqAttr},
-    siw::{Ring, Rqe, MAX_SGE, WQE_VALID},
+    siw::{uresp, Ring, Rqe, MAX_SGE, WQE_VALID},
 };
 
 /// Mutable SRQ state.
@@ -38,14 +38,6 @@ pub struct Srq {
     _quota: Quota,
 }
 
-/// `struct siw_uresp_create_srq`.
-fn create_resp(n: u32, key: u64) -> [u8; 16] {
-    let mut r = [0u8; 16];
-    r[..4].copy_from_slice(&n.to_ne_bytes());
-    r[8..].copy_from_slice(&key.to_ne_bytes());
-    r
-}
-
 impl Srq {
     /// Creates an SRQ.
     pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
@@ -66,7 +58,7 @@ impl Srq {
         let mapping = match &a.user {
             Some(u) => {
                 let (m, key) = u.map(ring.mem())?;
-                a.udata.respond(&create_resp(ring.len(), key))?;
+                a.udata.respond(&uresp::create_srq(ring.len(), key))?;
                 Some(m)
             }
             None => None,

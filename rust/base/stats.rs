@@ -9,7 +9,7 @@
 use kernel::{c_str, prelude::*};
 
 use crate::kif::compat::percpu::PerCpuCounters;
-use crate::kif::rdma::StatDescs;
+use crate::kif::rdma::stats::StatDescs;
 
 /// One counter (its index in [`NAMES`] and [`Stats`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -222,6 +222,11 @@ unsafe extern "C" fn release_cb<T: SockEvents>(ctx: *mut kernel::ffi::c_void) {
 }
 
 /// A kernel TCP socket.
+///
+/// # Invariants
+///
+/// `ptr` is a socket from `sock_create` or `kernel_accept`, owned by this
+/// value until it drops (which releases it).
 pub struct Socket {
     ptr: NonNull<bindings::socket>,
 }
@@ -249,6 +254,7 @@ impl Socket {
                 &mut p,
             )
         })?;
+        // INVARIANT: the socket created just above.
         Ok(Self {
             ptr: NonNull::new(p).ok_or(ENOMEM)?,
         })

@@ -28,6 +28,12 @@ pub trait Expire: Send + Sync + Sized + 'static {
 }
 
 /// A one-shot timeout for a `T` (the owner keeps the `Timeout` inside `T`).
+///
+/// # Invariants
+///
+/// `d` is a work item from `rsiw_dwork_new` that calls `fire::<T>` with
+/// an `Arc<T>` pointer as context, owned by this value until it drops;
+/// while the item is pending, that pointer owns a reference.
 pub struct Timeout<T: Expire> {
     d: NonNull<kernel::ffi::c_void>,
     _p: PhantomData<T>,
@@ -66,6 +72,8 @@ impl<T: Expire> Timeout<T> {
         // SAFETY: `d` is a fresh work item; the workqueue outlives every
         // timeout (`WqOwner` runs the pending ones before destroying it).
         unsafe { glue::rsiw_dwork_schedule(super::workqueue::raw(), d.as_ptr(), ms) };
+        // INVARIANT: a fresh item for `fire::<T>`, pending with the
+        // reference `ctx` owns.
         Ok(Self { d, _p: PhantomData })
     }
 

@@ -17,6 +17,11 @@ use kernel::prelude::*;
 use crate::kif::glue;
 
 /// `N` counters per CPU.
+///
+/// # Invariants
+///
+/// `ptr` is a per-CPU area of `N` `u64` counters from
+/// `rsiw_counters_alloc`, owned by this value until it drops.
 pub struct PerCpuCounters<const N: usize> {
     ptr: NonNull<u64>,
 }
@@ -33,6 +38,7 @@ impl<const N: usize> PerCpuCounters<N> {
         let n = u32::try_from(N).map_err(|_| EINVAL)?;
         // SAFETY: plain allocation; the area is zeroed.
         let p = unsafe { glue::rsiw_counters_alloc(n) };
+        // INVARIANT: a fresh area of `N` counters, or the error.
         Ok(Self {
             ptr: NonNull::new(p).ok_or(ENOMEM)?,
         })

@@ -25,6 +25,12 @@ static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut(
 static DROP_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 
 /// Owns the workqueues for the module's life.
+///
+/// # Invariants
+///
+/// The first queue is rsiw's work queue, published in `WQ`, the second its
+/// drop queue, published in `DROP_WQ`; both are allocated and published
+/// until the owner drops.
 pub struct WqOwner(
     NonNull<bindings::workqueue_struct>,
     NonNull<bindings::workqueue_struct>,
@@ -51,6 +57,7 @@ impl WqOwner {
         };
         WQ.store(p.as_ptr(), Ordering::Release);
         DROP_WQ.store(d.as_ptr(), Ordering::Release);
+        // INVARIANT: both allocated and published just above.
         Ok(Self(p, d))
     }
 }

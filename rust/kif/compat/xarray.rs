@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! An ID-allocating `xarray` of reference-counted objects (QPs by QP
-//! number; memory objects by STag index, through
-//! [`RcuXArray`](crate::kif::rcu_xarray::RcuXArray)).
+//! number; memory objects by STag index, read under RCU through kif's
+//! `RcuXArray`).
 //!
 //! Shaped as newer kernels' `kernel::xarray::XArray`: an [`XArray`] whose
 //! [`lock`](XArray::lock) gives a [`Guard`] to look up and remove entries.
@@ -61,8 +61,7 @@ impl<T: Send + Sync> XArray<T> {
         })
     }
 
-    /// The C xarray (for [`RcuXArray`](crate::kif::rcu_xarray::RcuXArray),
-    /// which reads it under RCU).
+    /// The C xarray (for kif's `RcuXArray`, which reads it under RCU).
     pub(in crate::kif) fn as_raw(&self) -> *mut bindings::xarray {
         self.xa.get()
     }

@@ -11,6 +11,11 @@ use kernel::{bindings, prelude::*, sync::Arc};
 use crate::kif::sock::SockAddr;
 
 /// A counted reference to an `iw_cm_id`.
+///
+/// # Invariants
+///
+/// We own one reference on the id (taken with its `add_ref`, which the CM
+/// sets for every id), which keeps it alive.
 pub struct CmId {
     ptr: NonNull<bindings::iw_cm_id>,
 }
@@ -107,6 +112,7 @@ impl CmId {
                 f(p);
             }
         }
+        // INVARIANT: the reference taken just above.
         Ok(Self { ptr })
     }
 
@@ -208,6 +214,7 @@ impl Clone for CmId {
                 f(self.ptr.as_ptr());
             }
         }
+        // INVARIANT: the reference taken just above.
         Self { ptr: self.ptr }
     }
 }

@@ -5,11 +5,16 @@
 //! ([`UserCtx::map`], [`UserMapping`]), and the `mmap`/`mmap_free`
 //! operations that serve those entries.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*, sync::Arc};
 
 /// Zeroed `vmalloc` memory for a queue; user-mappable when made for a user
 /// object.
+///
+/// # Invariants
+///
+/// `ptr` is `size` octets from `vmalloc_user` or `vzalloc`, owned by this
+/// value until it drops.
 pub struct QueueMem {
     ptr: NonNull<u8>,
     size: usize,
@@ -41,6 +46,7 @@ impl QueueMem {
             }
         };
         let ptr = NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?;
+        // INVARIANT: `size` octets allocated just above.
         Ok(Arc::new(Self { ptr, size }, GFP_KERNEL)?)
     }
 
@@ -60,6 +66,10 @@ impl Drop for QueueMem {
 
 /// A queue mapped to user space (an RDMA core mmap entry). Dropping it
 /// removes the entry; the memory stays until user space unmaps it.
+///
+/// # Invariants
+///
+/// `entry` is an `MmapEntry` inserted into its context, not removed yet.
 pub struct UserMapping {
     entry: NonNull<MmapEntry>,
 }
@@ -78,11 +88,30 @@ struct MmapEntry {
 }
 
 /// A user context to map queues into (the context of the creating call).
-pub struct UserCtx {
-    pub(in crate::kif) ptr: NonNull<bindings::ib_ucontext>,
+///
+/// # Invariants
+///
+/// `ptr` is the user context of the verb call that lasts for `'a`.
+pub struct UserCtx<'a> {
+    ptr: NonNull<bindings::ib_ucontext>,
+    _p: PhantomData<&'a bindings::ib_ucontext>,
 }
 
-impl UserCtx {
+impl UserCtx<'_> {
+    /// The user context `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the user context of the current verb call, which lasts for
+    /// `'a`.
+    pub(in crate::kif) unsafe fn from_raw<'a>(ptr: NonNull<bindings::ib_ucontext>) -> UserCtx<'a> {
+        // INVARIANT: per the contract.
+        UserCtx {
+            ptr,
+            _p: PhantomData,
+        }
+    }
+
     /// Makes `mem` mappable by this context; returns the mapping and the
     /// mmap offset ("key") to hand to user space.
     pub fn map(&self, mem: &Arc<QueueMem>) -> Result<(UserMapping, u64)> {
@@ -108,6 +137,7 @@ impl UserCtx {
         }
         // SAFETY: inserted; `start_pgoff` is set by the insert.
         let key = unsafe { (*e).rdma.start_pgoff as u64 } << bindings::PAGE_SHIFT;
+        // INVARIANT: inserted just above.
         let entry = NonNull::new(e).ok_or(EINVAL)?;
         Ok((UserMapping { entry }, key))
     }

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Work requests of kernel consumers (`ib_send_wr`, `ib_recv_wr` lists) as
-//! safe values, and work completions (`ib_wc`) from completion queue
-//! elements.
+//! safe values.
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*};
-
-use crate::kif::siw::Cqe;
 
 /// Most SGEs of a kernel consumer's work request (more are refused).
 pub const MAX_SGE: usize = 6;
@@ -72,11 +69,17 @@ pub enum SendKind {
 }
 
 /// A memory region of a kernel consumer named in a REG_MR work request;
-/// resolved to the driver's object by [`super::ib::mr_of`].
+/// [`with_mr`](super::with_mr) resolves it to the driver's object.
+///
+/// # Invariants
+///
+/// The `ib_mr` of a REG_MR work request posted to a QP of its device,
+/// which the consumer keeps alive until the request completes.
 #[derive(Clone, Copy, Debug)]
 pub struct MrHandle(pub(in crate::kif) NonNull<bindings::ib_mr>);
 
-// SAFETY: a plain identity; dereferenced only by `mr_of` under its contract.
+// SAFETY: a plain identity; dereferenced only by `with_mr` under its
+// contract.
 unsafe impl Send for MrHandle {}
 
 /// One send work request of a kernel consumer.
@@ -131,6 +134,10 @@ fn sge_list(list: *const bindings::ib_sge, n: i32) -> Result<([Sge; MAX_SGE], us
 }
 
 /// The send work requests of one `post_send` call.
+///
+/// # Invariants
+///
+/// `cur` is null or a valid, null-terminated list for `'a`.
 pub struct SendWrs<'a> {
     cur: *const bindings::ib_send_wr,
     _p: PhantomData<&'a bindings::ib_send_wr>,
@@ -143,6 +150,7 @@ impl SendWrs<'_> {
     ///
     /// `wr` is null or a valid, null-terminated list for the call.
     pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
+        // INVARIANT: per the contract.
         Self {
             cur: wr,
             _p: PhantomData,
@@ -165,6 +173,32 @@ impl SendWrs<'_> {
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let flags = w.send_flags as u32;
         let has = |f: bindings::ib_send_flags| flags & f as u32 != 0;
+        let kind = Self::kind(w)?;
+        let (sge, num_sge) = match kind {
+            SendKind::LocalInv { .. } | SendKind::RegMr { .. } => ([Sge::default(); MAX_SGE], 0),
+            _ => sge_list(w.sg_list, w.num_sge)?,
+        };
+        let inline_ok = matches!(kind, SendKind::Send { .. } | SendKind::Write { .. });
+        let inline = if has(bindings::ib_send_flags_IB_SEND_INLINE) && inline_ok {
+            Some(Self::inline_data(&sge[..num_sge])?)
+        } else {
+            None
+        };
+        Ok(SendWr {
+            id,
+            kind,
+            signaled: has(bindings::ib_send_flags_IB_SEND_SIGNALED),
+            fence: has(bindings::ib_send_flags_IB_SEND_FENCE),
+            solicited: has(bindings::ib_send_flags_IB_SEND_SOLICITED),
+            sge,
+            num_sge,
+            inline,
+        })
+    }
+
+    /// What the request `w` asks for.
+    #[inline(always)]
+    fn kind(w: &bindings::ib_send_wr) -> Result<SendKind> {
         let rdma = || {
             // SAFETY: RDMA opcodes are posted in an `ib_rdma_wr` whose first
             // member is this `ib_send_wr`.
@@ -173,7 +207,7 @@ impl SendWrs<'_> {
         };
         // SAFETY: `invalidate_rkey` shares its storage with `imm_data`.
         let inv = unsafe { w.ex.invalidate_rkey };
-        let kind = match w.opcode {
+        Ok(match w.opcode {
             bindings::ib_wr_opcode_IB_WR_SEND => SendKind::Send { invalidate: None },
             bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendKind::Send {
                 invalidate: Some(inv),
@@ -199,6 +233,7 @@ impl SendWrs<'_> {
                 // SAFETY: the consumer keeps the MR alive until the work
                 // request completes (RDMA core contract).
                 let (iova, length) = unsafe { ((*mr.as_ptr()).iova, (*mr.as_ptr()).length) };
+                // INVARIANT: the MR of this REG_MR request.
                 SendKind::RegMr {
                     mr: MrHandle(mr),
                     key: r.key,
@@ -208,43 +243,28 @@ impl SendWrs<'_> {
                 }
             }
             _ => return Err(EINVAL),
-        };
-        let (sge, num_sge) = match kind {
-            SendKind::LocalInv { .. } | SendKind::RegMr { .. } => ([Sge::default(); MAX_SGE], 0),
-            _ => sge_list(w.sg_list, w.num_sge)?,
-        };
-        let inline_ok = matches!(kind, SendKind::Send { .. } | SendKind::Write { .. });
-        let inline = if has(bindings::ib_send_flags_IB_SEND_INLINE) && inline_ok {
-            let mut buf = [0u8; MAX_INLINE];
-            let mut len = 0usize;
-            for s in &sge[..num_sge] {
-                let l = s.length as usize;
-                if len + l > MAX_INLINE {
-                    return Err(EINVAL);
-                }
-                if l > 0 {
-                    // SAFETY: inline SGEs of kernel consumers hold kernel
-                    // virtual addresses of `length` readable octets.
-                    let src =
-                        unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, l) };
-                    buf[len..len + l].copy_from_slice(src);
-                }
-                len += l;
-            }
-            Some((buf, len))
-        } else {
-            None
-        };
-        Ok(SendWr {
-            id,
-            kind,
-            signaled: has(bindings::ib_send_flags_IB_SEND_SIGNALED),
-            fence: has(bindings::ib_send_flags_IB_SEND_FENCE),
-            solicited: has(bindings::ib_send_flags_IB_SEND_SOLICITED),
-            sge,
-            num_sge,
-            inline,
         })
+    }
+
+    /// The octets `sge` name, copied for an inline request.
+    #[inline(always)]
+    fn inline_data(sge: &[Sge]) -> Result<([u8; MAX_INLINE], usize)> {
+        let mut buf = [0u8; MAX_INLINE];
+        let mut len = 0usize;
+        for s in sge {
+            let l = s.length as usize;
+            if len + l > MAX_INLINE {
+                return Err(EINVAL);
+            }
+            if l > 0 {
+                // SAFETY: inline SGEs of kernel consumers hold kernel
+                // virtual addresses of `length` readable octets.
+                let src = unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, l) };
+                buf[len..len + l].copy_from_slice(src);
+            }
+            len += l;
+        }
+        Ok((buf, len))
     }
 }
 
@@ -256,6 +276,7 @@ impl Iterator for SendWrs<'_> {
         let w = unsafe { self.cur.as_ref() }?;
         let r = Self::parse(w);
         if r.is_ok() {
+            // INVARIANT: the next request of the valid list, or null.
             self.cur = w.next;
         }
         Some(r)
@@ -263,6 +284,10 @@ impl Iterator for SendWrs<'_> {
 }
 
 /// The receive work requests of one `post_recv` call.
+///
+/// # Invariants
+///
+/// `cur` is null or a valid, null-terminated list for `'a`.
 pub struct RecvWrs<'a> {
     cur: *const bindings::ib_recv_wr,
     _p: PhantomData<&'a bindings::ib_recv_wr>,
@@ -275,6 +300,7 @@ impl RecvWrs<'_> {
     ///
     /// `wr` is null or a valid, null-terminated list for the call.
     pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_recv_wr) -> Self {
+        // INVARIANT: per the contract.
         Self {
             cur: wr,
             _p: PhantomData,
@@ -297,48 +323,9 @@ impl Iterator for RecvWrs<'_> {
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let r = sge_list(w.sg_list, w.num_sge).map(|(sge, num_sge)| RecvWr { id, sge, num_sge });
         if r.is_ok() {
+            // INVARIANT: the next request of the valid list, or null.
             self.cur = w.next;
         }
         Some(r)
-    }
-}
-
-/// Fills a work completion from a CQE of a kernel CQ.
-pub(in crate::kif) fn fill_wc(wc: &mut bindings::ib_wc, c: &Cqe) {
-    use bindings as b;
-    let opcode = match c.opcode as u32 {
-        b::siw_opcode_SIW_OP_WRITE => b::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        b::siw_opcode_SIW_OP_SEND
-        | b::siw_opcode_SIW_OP_SEND_WITH_IMM
-        | b::siw_opcode_SIW_OP_SEND_REMOTE_INV => b::ib_wc_opcode_IB_WC_SEND,
-        b::siw_opcode_SIW_OP_READ | b::siw_opcode_SIW_OP_READ_LOCAL_INV => {
-            b::ib_wc_opcode_IB_WC_RDMA_READ
-        }
-        b::siw_opcode_SIW_OP_INVAL_STAG => b::ib_wc_opcode_IB_WC_LOCAL_INV,
-        b::siw_opcode_SIW_OP_REG_MR => b::ib_wc_opcode_IB_WC_REG_MR,
-        _ => b::ib_wc_opcode_IB_WC_RECV,
-    };
-    let status = match c.status as u32 {
-        b::siw_wc_status_SIW_WC_SUCCESS => b::ib_wc_status_IB_WC_SUCCESS,
-        b::siw_wc_status_SIW_WC_LOC_LEN_ERR => b::ib_wc_status_IB_WC_LOC_LEN_ERR,
-        b::siw_wc_status_SIW_WC_LOC_PROT_ERR => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
-        b::siw_wc_status_SIW_WC_LOC_QP_OP_ERR => b::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
-        b::siw_wc_status_SIW_WC_WR_FLUSH_ERR => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
-        b::siw_wc_status_SIW_WC_BAD_RESP_ERR => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
-        b::siw_wc_status_SIW_WC_LOC_ACCESS_ERR => b::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
-        b::siw_wc_status_SIW_WC_REM_ACCESS_ERR => b::ib_wc_status_IB_WC_REM_ACCESS_ERR,
-        b::siw_wc_status_SIW_WC_REM_INV_REQ_ERR => b::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
-        _ => b::ib_wc_status_IB_WC_GENERAL_ERR,
-    };
-    // SAFETY: all-zero is a valid `ib_wc`.
-    *wc = unsafe { core::mem::zeroed() };
-    wc.__bindgen_anon_1.wr_id = c.id;
-    wc.byte_len = c.bytes;
-    wc.opcode = opcode;
-    wc.status = status;
-    wc.qp = c.qp as usize as *mut b::ib_qp;
-    if c.flags & b::siw_wqe_flags_SIW_WQE_REM_INVAL as u8 != 0 {
-        wc.ex.invalidate_rkey = c.imm_or_inval as u32;
-        wc.wc_flags = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
     }
 }

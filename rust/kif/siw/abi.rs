@@ -9,7 +9,10 @@
 use core::mem::size_of;
 use kernel::bindings;
 
-use crate::kif::rdma::wr::Sge;
+use crate::kif::rdma::{
+    wc::{WcOpcode, WcStatus, WorkCompletion},
+    wr::Sge,
+};
 
 /// Largest number of SGEs in one work queue element.
 pub const MAX_SGE: usize = bindings::SIW_MAX_SGE as usize;
@@ -157,6 +160,42 @@ pub struct Cqe {
     pub qp: u64,
 }
 
+impl Cqe {
+    /// The work completion a kernel consumer gets for this CQE (of a
+    /// kernel CQ, whose `qp` is the QP's token).
+    pub fn work_completion(&self) -> WorkCompletion {
+        let opcode = match self.opcode {
+            op::WRITE => WcOpcode::RdmaWrite,
+            op::SEND | op::SEND_WITH_IMM | op::SEND_REMOTE_INV => WcOpcode::Send,
+            op::READ | op::READ_LOCAL_INV => WcOpcode::RdmaRead,
+            op::INVAL_STAG => WcOpcode::LocalInv,
+            op::REG_MR => WcOpcode::RegMr,
+            _ => WcOpcode::Recv,
+        };
+        let status = match self.status {
+            wc::SUCCESS => WcStatus::Success,
+            wc::LOC_LEN_ERR => WcStatus::LocLenErr,
+            wc::LOC_PROT_ERR => WcStatus::LocProtErr,
+            wc::LOC_QP_OP_ERR => WcStatus::LocQpOpErr,
+            wc::WR_FLUSH_ERR => WcStatus::WrFlushErr,
+            wc::BAD_RESP_ERR => WcStatus::BadRespErr,
+            wc::LOC_ACCESS_ERR => WcStatus::LocAccessErr,
+            wc::REM_ACCESS_ERR => WcStatus::RemAccessErr,
+            wc::REM_INV_REQ_ERR => WcStatus::RemInvReqErr,
+            _ => WcStatus::GeneralErr,
+        };
+        WorkCompletion {
+            wr_id: self.id,
+            opcode,
+            status,
+            byte_len: self.bytes,
+            qp: self.qp,
+            invalidated: (u16::from(self.flags) & wqe::REM_INVAL != 0)
+                .then_some(self.imm_or_inval as u32),
+        }
+    }
+}
+
 pub(super) fn sge_from(s: &bindings::siw_sge) -> Sge {
     Sge {
         addr: s.laddr,
@@ -177,6 +216,8 @@ fn sge_to(s: &Sge) -> bindings::siw_sge {
 pub trait Element: Copy {
     /// The `siw-abi.h` structure.
     type Raw: Copy;
+    /// Octets after a ring of these elements.
+    const TRAILER: usize = 0;
     /// Converts from the ABI structure.
     fn from_raw(raw: &Self::Raw) -> Self;
     /// Converts to the ABI structure (flags are written separately).
@@ -252,6 +293,8 @@ impl Element for Rqe {
 
 impl Element for Cqe {
     type Raw = bindings::siw_cqe;
+    /// The CQ's notification control word (`struct siw_cq_ctrl`).
+    const TRAILER: usize = size_of::<bindings::siw_cq_ctrl>();
 
     fn from_raw(r: &Self::Raw) -> Self {
         // SAFETY: the union members are plain integers (the pointer member

@@ -20,6 +20,11 @@ use crate::kif::rdma::{mmap::QueueMem, wr::RecvWr};
 
 /// A ring of `n` (a power of two) elements of `E`, optionally followed by a
 /// trailer (the CQ control word).
+///
+/// # Invariants
+///
+/// `n` is a power of two and `mem` holds `n` elements' `E::Raw` followed by
+/// at least `E::TRAILER` octets.
 pub struct Ring<E: Element> {
     mem: Arc<QueueMem>,
     n: u32,
@@ -28,13 +33,17 @@ pub struct Ring<E: Element> {
 
 impl<E: Element> Ring<E> {
     /// Allocates a ring of `n` elements (rounded up to a power of two) plus
-    /// `trailer` octets; user-mappable if `user`.
+    /// `trailer` octets (at least the element type's trailer);
+    /// user-mappable if `user`.
     pub fn new(n: u32, trailer: usize, user: bool) -> Result<Self> {
         let n = n.checked_next_power_of_two().ok_or(EINVAL)?;
+        let trailer = trailer.max(E::TRAILER);
         let size = (n as usize)
             .checked_mul(size_of::<E::Raw>())
             .and_then(|s| s.checked_add(trailer))
             .ok_or(EINVAL)?;
+        // INVARIANT: `n` rounded up to a power of two, room for `n`
+        // elements and the trailer.
         Ok(Self {
             mem: QueueMem::new(size, user)?,
             n,
@@ -192,8 +201,8 @@ impl Ring<Rqe> {
 impl Ring<Cqe> {
     /// The notification control word after the ring (`siw_cq_ctrl.flags`).
     pub fn notify(&self) -> &AtomicU32 {
-        // SAFETY: `new` was called with a trailer of `siw_cq_ctrl` size for
-        // CQ rings (see `CQ_TRAILER`); the word is 4-aligned.
+        // SAFETY: a CQ ring has a trailer of `siw_cq_ctrl` size (type
+        // invariant, `Cqe::TRAILER`); the word is 4-aligned.
         unsafe {
             let p = self
                 .mem
@@ -205,4 +214,4 @@ impl Ring<Cqe> {
 }
 
 /// Trailer size of a CQ ring (`struct siw_cq_ctrl`).
-pub const CQ_TRAILER: usize = size_of::<bindings::siw_cq_ctrl>();
+pub const CQ_TRAILER: usize = <Cqe as Element>::TRAILER;
