@@ -96,7 +96,7 @@ unsafe extern "C" fn drop_arc<T: Send + Sync>(p: *mut kernel::ffi::c_void) {
 /// Drops `a` from the drop workqueue (process context) after an RCU grace
 /// period: RCU readers that found the object before it was unpublished
 /// may still take a reference until then. Process context.
-pub fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
+pub(in crate::kif) fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
     let raw = Arc::into_raw(a).cast_mut().cast::<kernel::ffi::c_void>();
     // SAFETY: the drop queue lives as long as any device (see `queue`);
     // `raw` is an owned reference that `drop_arc::<T>` releases once.
@@ -106,7 +106,7 @@ pub fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
 /// Waits until every drop queued by [`drop_after_gp`] has run (before a
 /// device whose objects they may reference goes away). Process context,
 /// not from the drop workqueue.
-pub fn drain_drops() {
+pub(in crate::kif) fn drain_drops() {
     // SAFETY: the drop queue is live while any device exists.
     unsafe { glue::rsiw_drain_drops(DROP_WQ.load(Ordering::Acquire)) };
 }

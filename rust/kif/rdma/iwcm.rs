@@ -181,7 +181,7 @@ impl CmId {
     }
 
     /// Stores `p` as the id's provider data (a listener).
-    pub fn set_provider<P: Send + Sync>(&self, p: Arc<P>) {
+    pub(in crate::kif) fn set_provider<P: Send + Sync>(&self, p: Arc<P>) {
         // SAFETY: we hold a reference; the CM does not touch provider data
         // of ids the driver set up.
         unsafe { (*self.ptr.as_ptr()).provider_data = Arc::into_raw(p).cast_mut().cast() };

@@ -33,7 +33,7 @@ impl QueueMem {
     }
 
     /// Allocates `size` zeroed octets, with `VM_USERMAP` when `user`.
-    pub fn new(size: usize, user: bool) -> Result<Arc<Self>> {
+    pub(in crate::kif) fn new(size: usize, user: bool) -> Result<Arc<Self>> {
         if size == 0 {
             return Err(EINVAL);
         }
