@@ -621,7 +621,7 @@ impl Qp {
 
     /// Posts send work requests. Kernel consumers pass a list; user space
     /// rings the doorbell with an empty one.
-    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_>) -> Result {
+    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, Rsiw>) -> Result {
         if !self.kernel {
             if !wrs.is_empty() {
                 return Err(EINVAL);
@@ -770,7 +770,7 @@ impl Qp {
 
     /// Completes kernel send work requests of a QP in error with flush
     /// errors (`ib_drain_sq`).
-    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_>) -> Result {
+    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_, Rsiw>) -> Result {
         for wr in wrs {
             let wr = wr?;
             let opcode = match wr.kind {

@@ -156,7 +156,7 @@ impl Driver for Rsiw {
         qp.destroy(&dev.qp_xa)
     }
 
-    fn post_send(qp: &Arc<Qp>, wrs: &mut SendWrs<'_>) -> Result {
+    fn post_send(qp: &Arc<Qp>, wrs: &mut SendWrs<'_, Self>) -> Result {
         qp.post_send(wrs)
     }
 

@@ -162,7 +162,7 @@ pub trait Driver: Sized + 'static {
     fn destroy_qp(dev: &Device<Self>, qp: Arc<Self::Qp>);
     /// Posts send work requests (with [`Driver::USER_POST_SEND`], an
     /// empty list is user space's doorbell).
-    fn post_send(qp: &Arc<Self::Qp>, wrs: &mut SendWrs<'_>) -> Result;
+    fn post_send(qp: &Arc<Self::Qp>, wrs: &mut SendWrs<'_, Self>) -> Result;
     /// Posts a kernel consumer's receive work requests.
     fn post_recv(qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
 

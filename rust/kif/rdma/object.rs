@@ -167,11 +167,11 @@ pub(super) unsafe fn mr_of<'a, T: Driver>(mr: *mut bindings::ib_mr) -> &'a T::Mr
 
 /// Runs `f` on the driver state of the MR a kernel consumer named in a
 /// REG_MR work request.
-pub fn with_mr<T: Driver, R>(h: MrHandle, f: impl FnOnce(&T::Mr) -> R) -> R {
-    // SAFETY: kernel consumers post REG_MR only for MRs they allocated with
-    // `alloc_mr` on this device (an `MrObj<T>`), and keep them alive until
-    // the work request completes (RDMA core contract).
-    f(unsafe { mr_of::<T>(h.0.as_ptr()) })
+pub fn with_mr<T: Driver, R>(h: MrHandle<T>, f: impl FnOnce(&T::Mr) -> R) -> R {
+    // SAFETY: the MR is one of a device of `T` (type invariant of
+    // `MrHandle<T>`), so an `MrObj<T>`, kept alive until the work request
+    // completes.
+    f(unsafe { mr_of::<T>(h.as_ptr()) })
 }
 
 /// The user context of a verb's udata, if it came from user space.

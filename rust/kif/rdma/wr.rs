@@ -6,6 +6,8 @@
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*};
 
+use super::Driver;
+
 /// Most SGEs of a kernel consumer's work request (more are refused).
 pub const MAX_SGE: usize = 6;
 /// Most octets of inline data of a kernel consumer's work request.
@@ -22,9 +24,8 @@ pub struct Sge {
     pub lkey: u32,
 }
 
-/// What a send work request asks for.
-#[derive(Clone, Copy, Debug)]
-pub enum SendKind {
+/// What a send work request to a QP of driver `T` asks for.
+pub enum SendKind<T: Driver> {
     /// Send, optionally invalidating a remote STag.
     Send {
         /// STag the peer invalidates (Send with Invalidate).
@@ -53,8 +54,8 @@ pub enum SendKind {
     },
     /// Fast registration of a memory region.
     RegMr {
-        /// The region (an `ib_mr` of this device) as an opaque handle.
-        mr: MrHandle,
+        /// The region (an MR of the QP's device).
+        mr: MrHandle<T>,
         /// New STag (index and key).
         key: u32,
         /// IB access flags.
@@ -68,27 +69,49 @@ pub enum SendKind {
     },
 }
 
-/// A memory region of a kernel consumer named in a REG_MR work request;
-/// [`with_mr`](super::with_mr) resolves it to the driver's object.
+// Manual impls: derived ones would ask `T: Copy` of the driver type.
+impl<T: Driver> Clone for SendKind<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Driver> Copy for SendKind<T> {}
+
+/// A memory region of a device of driver `T`, named in a REG_MR work
+/// request; [`with_mr`](super::with_mr) resolves it to the driver's
+/// object.
 ///
 /// # Invariants
 ///
-/// The `ib_mr` of a REG_MR work request posted to a QP of its device,
-/// which the consumer keeps alive until the request completes.
-#[derive(Clone, Copy, Debug)]
-pub struct MrHandle(pub(in crate::kif) NonNull<bindings::ib_mr>);
+/// The `ib_mr` of a REG_MR work request posted to a QP of driver `T`, an
+/// MR of that QP's device, which the consumer keeps alive until the
+/// request completes.
+pub struct MrHandle<T: Driver>(NonNull<bindings::ib_mr>, PhantomData<fn() -> T>);
+
+impl<T: Driver> MrHandle<T> {
+    /// The MR.
+    pub(in crate::kif) fn as_ptr(self) -> *mut bindings::ib_mr {
+        self.0.as_ptr()
+    }
+}
+
+impl<T: Driver> Clone for MrHandle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Driver> Copy for MrHandle<T> {}
 
 // SAFETY: a plain identity; dereferenced only by `with_mr` under its
 // contract.
-unsafe impl Send for MrHandle {}
+unsafe impl<T: Driver> Send for MrHandle<T> {}
 
-/// One send work request of a kernel consumer.
-#[derive(Clone, Copy, Debug)]
-pub struct SendWr {
+/// One send work request of a kernel consumer to a QP of driver `T`.
+pub struct SendWr<T: Driver> {
     /// Work request id.
     pub id: u64,
     /// Operation.
-    pub kind: SendKind,
+    pub kind: SendKind<T>,
     /// A completion is wanted.
     pub signaled: bool,
     /// Wait for prior RDMA Reads to complete.
@@ -102,6 +125,13 @@ pub struct SendWr {
     /// Inline payload and its length, when `IB_SEND_INLINE` was asked.
     pub inline: Option<([u8; MAX_INLINE], usize)>,
 }
+
+impl<T: Driver> Clone for SendWr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Driver> Copy for SendWr<T> {}
 
 /// One receive work request.
 #[derive(Clone, Copy, Debug)]
@@ -133,27 +163,31 @@ fn sge_list(list: *const bindings::ib_sge, n: i32) -> Result<([Sge; MAX_SGE], us
     Ok((out, n))
 }
 
-/// The send work requests of one `post_send` call.
+/// The send work requests of one `post_send` call to a QP of driver `T`.
 ///
 /// # Invariants
 ///
-/// `cur` is null or a valid, null-terminated list for `'a`.
-pub struct SendWrs<'a> {
+/// `cur` is null or a valid, null-terminated list for `'a`, posted to a QP
+/// of driver `T`.
+pub struct SendWrs<'a, T: Driver> {
     cur: *const bindings::ib_send_wr,
     _p: PhantomData<&'a bindings::ib_send_wr>,
+    _driver: PhantomData<fn() -> T>,
 }
 
-impl SendWrs<'_> {
+impl<T: Driver> SendWrs<'_, T> {
     /// Wraps a consumer's list.
     ///
     /// # Safety
     ///
-    /// `wr` is null or a valid, null-terminated list for the call.
+    /// `wr` is null or a valid, null-terminated list for the call, posted
+    /// to a QP of driver `T`.
     pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
         // INVARIANT: per the contract.
         Self {
             cur: wr,
             _p: PhantomData,
+            _driver: PhantomData,
         }
     }
 
@@ -167,7 +201,7 @@ impl SendWrs<'_> {
         self.cur.is_null()
     }
 
-    fn parse(w: &bindings::ib_send_wr) -> Result<SendWr> {
+    fn parse(w: &bindings::ib_send_wr) -> Result<SendWr<T>> {
         // SAFETY: `wr_id` is the active member for verbs consumers (the
         // `wr_cqe` twin is a pointer of the same size, any bits are fine).
         let id = unsafe { w.__bindgen_anon_1.wr_id };
@@ -198,7 +232,7 @@ impl SendWrs<'_> {
 
     /// What the request `w` asks for.
     #[inline(always)]
-    fn kind(w: &bindings::ib_send_wr) -> Result<SendKind> {
+    fn kind(w: &bindings::ib_send_wr) -> Result<SendKind<T>> {
         let rdma = || {
             // SAFETY: RDMA opcodes are posted in an `ib_rdma_wr` whose first
             // member is this `ib_send_wr`.
@@ -233,9 +267,10 @@ impl SendWrs<'_> {
                 // SAFETY: the consumer keeps the MR alive until the work
                 // request completes (RDMA core contract).
                 let (iova, length) = unsafe { ((*mr.as_ptr()).iova, (*mr.as_ptr()).length) };
-                // INVARIANT: the MR of this REG_MR request.
+                // INVARIANT: the MR of this REG_MR request, posted to a QP
+                // of driver `T` (type invariant of `SendWrs`).
                 SendKind::RegMr {
-                    mr: MrHandle(mr),
+                    mr: MrHandle(mr, PhantomData),
                     key: r.key,
                     access: r.access as u32,
                     iova,
@@ -268,8 +303,8 @@ impl SendWrs<'_> {
     }
 }
 
-impl Iterator for SendWrs<'_> {
-    type Item = Result<SendWr>;
+impl<T: Driver> Iterator for SendWrs<'_, T> {
+    type Item = Result<SendWr<T>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         // SAFETY: per `new`, a non-null `cur` is a valid request.

@@ -194,9 +194,9 @@ impl<T: Driver> Adapter<T> {
         wr: *const bindings::ib_send_wr,
         bad: *mut *const bindings::ib_send_wr,
     ) -> kernel::ffi::c_int {
-        // SAFETY: a live QP whose slot `create_qp` wrote; `wr` per the
-        // contract.
-        let (s, mut wrs) = unsafe { (slot::<_, QpSlot<T>>(qp), SendWrs::new(wr)) };
+        // SAFETY: a live QP of driver `T` whose slot `create_qp` wrote;
+        // `wr` per the contract.
+        let (s, mut wrs) = unsafe { (slot::<_, QpSlot<T>>(qp), SendWrs::<T>::new(wr)) };
         match T::post_send(&s.drv, &mut wrs) {
             Ok(()) => 0,
             Err(e) => {
