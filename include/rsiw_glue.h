@@ -24,7 +24,6 @@ struct ib_ucontext *rsiw_udata_ucontext(struct ib_udata *udata);
 void rsiw_xa_init_alloc1(struct xarray *xa);
 int rsiw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 max,
 			 u32 *next);
-void *rsiw_xa_erase(struct xarray *xa, unsigned long index);
 void rsiw_rcu_read_lock(void);
 void rsiw_rcu_read_unlock(void);
 void rsiw_drop_after_gp(struct workqueue_struct *wq, void *obj,

@@ -3,16 +3,15 @@
 //! Shared device state and types, the lowest layer of the driver: the
 //! driver marker type [`Rsiw`], user contexts and protection domains, the
 //! limits rsiw advertises and the per-device object quotas that enforce
-//! them, identity (vendor id, node description, EUI-64), the device
-//! counters ([`stats`]) and the siw user ABI constants ([`abi`]).
+//! them, identity (vendor id, node description, EUI-64) and the device
+//! counters ([`stats`]).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-pub mod abi;
 pub mod stats;
 
-/// The rsiw driver as the RDMA core sees it (its `kif::ib::Driver`
+/// The rsiw driver as the RDMA core sees it (its `kif::rdma::Driver`
 /// implementation, the verbs, is in `verbs`).
 pub struct Rsiw;
 

@@ -33,9 +33,9 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
-use crate::kif::iwcm::{CmEvent, CmEventKind};
+use crate::kif::compat::delayed_work::{Expire, Timeout};
+use crate::kif::rdma::iwcm::{CmEvent, CmEventKind};
 use crate::kif::sock::{SockEvents, SockRx, TcpState};
-use crate::kif::timer::{Expire, Timeout};
 use crate::qp::Endpoint;
 
 mod accept;
@@ -124,7 +124,7 @@ impl Cep {
 
     /// Schedules the endpoint's work.
     fn kick(self: &Arc<Self>) {
-        let _ = crate::kif::wq::queue().enqueue(self.clone());
+        let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
     }
 
     /// Moves the connection along; runs on the workqueue.
@@ -216,7 +216,7 @@ impl Expire for Cep {
         let mut phase = this.phase.lock();
         if phase.exchange().is_some() {
             pr_debug!("MPA exchange timed out\n");
-            phase.fail(crate::kif::etimedout());
+            phase.fail(crate::kif::compat::error::etimedout());
         }
     }
 }

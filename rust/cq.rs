@@ -7,10 +7,11 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use crate::base::{limits, Kind, Quota, Quotas};
 use crate::kif::{
-    handle::CqHandle,
-    ib::CreateCq,
-    queue::{Cqe, Ring, UserMapping, CQ_TRAILER},
-    sync::SpinLockIrq,
+    compat::sync::SpinLockIrq,
+    rdma::cq::CreateCq,
+    rdma::handle::CqHandle,
+    rdma::mmap::UserMapping,
+    siw::{uresp, Cqe, Ring, CQ_TRAILER},
 };
 
 /// Notification bits of the shared control word (`enum siw_notify_flags`).
@@ -48,20 +49,11 @@ pub struct Cq {
     _quota: Quota,
 }
 
-/// `struct siw_uresp_create_cq`.
-fn create_resp(id: u32, n: u32, key: u64) -> [u8; 16] {
-    let mut r = [0u8; 16];
-    r[..4].copy_from_slice(&id.to_ne_bytes());
-    r[4..8].copy_from_slice(&n.to_ne_bytes());
-    r[8..].copy_from_slice(&key.to_ne_bytes());
-    r
-}
-
 impl Cq {
     /// Creates a CQ of at least `args.cqe` entries.
     pub fn create(quotas: &Arc<Quotas>, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
         if args.flags != 0 {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let quota = Quota::take(quotas, Kind::Cq)?;
         Self::build(&mut args, quota)
@@ -73,11 +65,11 @@ impl Cq {
         }
         let user = args.user.is_some();
         let ring = Ring::<Cqe>::new(args.cqe, CQ_TRAILER, user)?;
-        let id = crate::kif::random_u32();
+        let id = crate::kif::compat::random::random_u32();
         let mapping = match &args.user {
             Some(u) => {
                 let (m, key) = u.map(ring.mem())?;
-                args.udata.respond(&create_resp(id, ring.len(), key))?;
+                args.udata.respond(&uresp::create_cq(id, ring.len(), key))?;
                 Some(m)
             }
             None => None,
@@ -136,7 +128,7 @@ impl Cq {
     }
 
     /// Reaps up to `max` completions (kernel CQs).
-    pub fn poll(&self, max: usize, f: &mut dyn FnMut(&Cqe)) {
+    pub fn poll(&self, max: usize, mut f: impl FnMut(&Cqe)) {
         let mut p = self.pos.lock();
         for _ in 0..max {
             let i = p.get;

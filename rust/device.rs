@@ -9,10 +9,10 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
 use crate::base::{eui64, stats::Stats, Quotas, Rsiw, NODE_DESC};
-use crate::kif::xarray::{RcuXArray, XArray};
+use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
-    ib::{self, DeviceRef, DeviceSetup, PortEvent},
-    net::{LinkDriver, NetDev, NetdevEvent},
+    net::{NetDev, NetdevEvent},
+    rdma::{self, link::LinkDriver, DeviceSetup, PortEvent, RegisteredDevice, NETDEV_PORT},
 };
 use crate::mem;
 use crate::qp::Qp;
@@ -62,7 +62,7 @@ impl LinkDriver for Link {
             return Err(EINVAL);
         }
         // One siw-type device per net device, whichever driver made it.
-        if DeviceRef::<Rsiw>::any_on_netdev(ndev) {
+        if rdma::Device::<Rsiw>::any_on_netdev(ndev) {
             return Err(EEXIST);
         }
         // Devices without an address still need a unique GID: derive a
@@ -92,16 +92,16 @@ impl LinkDriver for Link {
             node_desc: NODE_DESC,
             num_comp_vectors: 1,
         };
-        ib::register_device::<Rsiw>(setup, dev)?;
+        rdma::Device::<Rsiw>::register(setup, dev)?;
         pr_info!("device {} on its net device registered\n", name);
         Ok(())
     }
 
-    fn netdev_event(dev: &DeviceRef<Rsiw>, _ndev: &NetDev<'_>, event: NetdevEvent) {
+    fn netdev_event(dev: &RegisteredDevice<Rsiw>, _ndev: &NetDev<'_>, event: NetdevEvent) {
         match event {
-            NetdevEvent::Up => dev.port_event(PortEvent::Active),
-            NetdevEvent::Down => dev.port_event(PortEvent::Error),
-            NetdevEvent::ChangeAddr => dev.port_event(PortEvent::AddressChange),
+            NetdevEvent::Up => dev.port_event(NETDEV_PORT, PortEvent::Active),
+            NetdevEvent::Down => dev.port_event(NETDEV_PORT, PortEvent::Error),
+            NetdevEvent::ChangeAddr => dev.port_event(NETDEV_PORT, PortEvent::AddressChange),
             NetdevEvent::Unregister => dev.unregister_queued(),
         }
     }

@@ -11,10 +11,11 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::base::{limits, Kind, Pd, Quota, Quotas, Rsiw};
 use crate::kif::{
-    ib::{RegUserMr, ReregUserMr},
-    mem::Umem,
-    sync::SpinLockIrq,
-    xarray::RcuXArray,
+    compat::sync::SpinLockIrq,
+    rcu_xarray::RcuXArray,
+    rdma::mr::{RegUserMr, ReregUserMr},
+    rdma::umem::Umem,
+    siw::uresp,
 };
 
 pub mod access;
@@ -156,16 +157,14 @@ pub fn reg_user_mr(
         false,
     )?;
     if a.udata.is_user() {
-        // `struct siw_ureq_reg_mr`: the STag key user space chose.
-        let mut req = [0u8; 8];
+        let mut req: uresp::RegMrReq = Default::default();
         if let Err(e) = a.udata.request(&mut req) {
             table.erase(mem.index());
             return Err(e);
         }
-        mem.key.store(req[0] as u32, Ordering::Release);
-        let mut resp = [0u8; 8];
-        resp[..4].copy_from_slice(&mem.stag().to_ne_bytes());
-        if let Err(e) = a.udata.respond(&resp) {
+        mem.key
+            .store(uresp::reg_mr_stag_key(&req).into(), Ordering::Release);
+        if let Err(e) = a.udata.respond(&uresp::reg_mr(mem.stag())) {
             table.erase(mem.index());
             return Err(e);
         }

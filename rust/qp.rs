@@ -49,19 +49,20 @@ use kernel::{
 };
 
 use crate::base::{
-    abi::{op, wc, wqe},
     stats::{Counter, Stats},
     Quota,
 };
 use crate::cq::Cq;
-use crate::kif::xarray::XArray;
+use crate::kif::compat::xarray::XArray;
 use crate::kif::{
-    handle::QpHandle,
-    ib::{IbQpState, Mtu, QpModify, QpQuery},
+    compat::sync::SpinLockIrq,
     net::NetDev,
-    queue::{Cqe, Ring, Rqe, Sqe, UserMapping, MAX_INLINE},
+    rdma::attr::Mtu,
+    rdma::handle::QpHandle,
+    rdma::mmap::UserMapping,
+    rdma::qp::{IbQpState, QpModify, QpQuery},
+    siw::{op, wc, wqe, Cqe, Ring, Rqe, Sqe, MAX_INLINE},
     sock::Socket,
-    sync::SpinLockIrq,
 };
 use crate::mem::{self, access};
 use crate::srq::Srq;
@@ -174,7 +175,7 @@ pub struct Conn {
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<dyn Endpoint>,
     /// The CM id of the connection.
-    pub id: crate::kif::iwcm::CmId,
+    pub id: crate::kif::rdma::iwcm::CmId,
 }
 
 /// Fixed QP sizes.
@@ -294,7 +295,7 @@ impl Qp {
     /// Applies a `modify_qp` from the verbs interface (not the CM).
     pub fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
         if m.nonstandard {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let mut inner = self.inner.lock();
         if let Some(acc) = m.access {
@@ -319,7 +320,7 @@ impl Qp {
                 Ok(())
             }
             Err(Refused::Invalid) => Err(EINVAL),
-            Err(Refused::Aborted) => Err(crate::kif::econnaborted()),
+            Err(Refused::Aborted) => Err(crate::kif::compat::error::econnaborted()),
         }
     }
 
@@ -498,7 +499,7 @@ impl Qp {
 
     /// Schedules the transmit work (a no-op if already scheduled).
     pub fn schedule_tx(self: &Arc<Self>) {
-        let _ = crate::kif::wq::queue().enqueue(self.clone());
+        let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
     }
 
     /// Schedules the transmit work on another CPU, next to what this one
@@ -509,7 +510,7 @@ impl Qp {
     /// there would first have to preempt it), and for a streaming
     /// application's doorbell.
     pub fn schedule_tx_elsewhere(self: &Arc<Self>) {
-        let _ = crate::kif::wq::enqueue_on_next_cpu(self.clone());
+        let _ = crate::kif::compat::workqueue::enqueue_on_next_cpu(self.clone());
     }
 
     /// Asks the connection manager to close the QP's connection (done on

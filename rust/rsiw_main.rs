@@ -57,14 +57,14 @@ module! {
 struct Rsiw {
     // Dropped in order: the link type and all devices first, then the
     // workqueue (which drains whatever they left queued).
-    _link: Pin<KBox<kif::net::LinkRegistration>>,
-    _wq: kif::wq::WqOwner,
+    _link: Pin<KBox<kif::rdma::link::LinkRegistration>>,
+    _wq: kif::compat::workqueue::WqOwner,
 }
 
 impl kernel::Module for Rsiw {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let wq = kif::wq::WqOwner::new()?;
-        let link = kif::net::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
+        let wq = kif::compat::workqueue::WqOwner::new()?;
+        let link = kif::rdma::link::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
         pr_info!("soft-iWARP device type 'rsiw' registered\n");
         Ok(Rsiw {
             _link: link,

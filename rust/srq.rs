@@ -7,11 +7,12 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use crate::base::{limits, Kind, Quota, Quotas, Rsiw};
 use crate::kif::{
-    handle::SrqHandle,
-    ib::{CreateSrq, SrqAttr},
-    queue::{Ring, Rqe, UserMapping, MAX_SGE, WQE_VALID},
-    sync::SpinLockIrq,
-    wr::RecvWrs,
+    compat::sync::SpinLockIrq,
+    rdma::handle::SrqHandle,
+    rdma::mmap::UserMapping,
+    rdma::srq::{CreateSrq, SrqAttr},
+    rdma::wr::RecvWrs,
+    siw::{uresp, Ring, Rqe, MAX_SGE, WQE_VALID},
 };
 
 /// Mutable SRQ state.
@@ -37,19 +38,11 @@ pub struct Srq {
     _quota: Quota,
 }
 
-/// `struct siw_uresp_create_srq`.
-fn create_resp(n: u32, key: u64) -> [u8; 16] {
-    let mut r = [0u8; 16];
-    r[..4].copy_from_slice(&n.to_ne_bytes());
-    r[8..].copy_from_slice(&key.to_ne_bytes());
-    r
-}
-
 impl Srq {
     /// Creates an SRQ.
     pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
         if !a.basic {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let quota = Quota::take(quotas, Kind::Srq)?;
         let at = a.attr;
@@ -65,7 +58,7 @@ impl Srq {
         let mapping = match &a.user {
             Some(u) => {
                 let (m, key) = u.map(ring.mem())?;
-                a.udata.respond(&create_resp(ring.len(), key))?;
+                a.udata.respond(&uresp::create_srq(ring.len(), key))?;
                 Some(m)
             }
             None => None,
@@ -92,7 +85,7 @@ impl Srq {
     /// Changes the limit (resizing is not supported, as in siw).
     pub fn modify(&self, max_wr: Option<u32>, limit: Option<u32>) -> Result {
         if max_wr.is_some() {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         if let Some(l) = limit {
             if l > self.ring.len() {

@@ -1,46 +1,61 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The verbs: rsiw's `ib_device` operations (the `kif::ib::Driver`
-//! implementation of [`Rsiw`]), dispatched to the layers below; device
-//! and port queries, user contexts and protection domains are answered
-//! here, with the siw user ABI (`siw-abi.h`) responses.
+//! The verbs: rsiw as an RDMA driver ([`Rsiw`]'s `kif::rdma::Driver`
+//! implementation), its identity and its operations, each dispatched to
+//! the layer that owns the object; device and port queries, user contexts
+//! and protection domains are answered here.
 
-use kernel::prelude::*;
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
 
-use kernel::sync::Arc;
-
-use crate::base::{eui64, limits, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID};
+use crate::base::{eui64, limits, stats, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID};
+use crate::cm::{self, Cep, Listener};
 use crate::cq::Cq;
-use crate::device::Device;
+use crate::device::Device as RsiwDevice;
 use crate::kif::{
-    handle::QpHandle,
-    ib::{
-        CreateCq, CreateQp, CreateSrq, DeviceCaps, Driver, Mtu, PortInfo, QpModify, QpQuery,
-        RegUserMr, ReregUserMr, SrqAttr, StatDescs,
-    },
-    iwcm::{CmId, ConnParam},
     net::NetDev,
-    queue::Cqe,
-    udata::Udata,
-    wr::{RecvWrs, SendWrs},
+    rdma::{
+        attr::{DeviceCaps, Mtu, PortInfo},
+        cq::CreateCq,
+        handle::QpHandle,
+        iwcm::{CmId, ConnParam},
+        mr::{RegUserMr, ReregUserMr},
+        qp::{CreateQp, QpModify, QpQuery},
+        srq::{CreateSrq, SrqAttr},
+        stats::StatDescs,
+        udata::Udata,
+        wc::WorkCompletion,
+        wr::{RecvWrs, SendWrs},
+        Device, Driver, DriverId, NodeType,
+    },
+    siw::uresp,
 };
 use crate::mem::{self, Mr};
 use crate::qp::Qp;
 use crate::srq::Srq;
 
-/// `struct siw_uresp_alloc_ctx`: the device id and 4 octets of padding.
-fn alloc_ctx_resp(dev_id: u32) -> [u8; 8] {
-    let mut r = [0u8; 8];
-    r[..4].copy_from_slice(&dev_id.to_ne_bytes());
-    r
-}
-
+#[vtable]
 impl Driver for Rsiw {
-    type Device = Device;
+    type Data = RsiwDevice;
     type Ucontext = Ucontext;
     type Pd = Pd;
+    type Cq = Cq;
+    type Qp = Qp;
+    type Srq = Srq;
+    type Mr = Mr;
+    type Listener = Listener;
+    type Cep = Cep;
 
-    fn query_device(dev: &Device) -> DeviceCaps {
+    // Stock libsiw drives rsiw devices.
+    const DRIVER_ID: DriverId = DriverId::Siw;
+    const UVERBS_ABI_VER: u32 = uresp::ABI_VERSION;
+    const NODE_TYPE: NodeType = NodeType::Rnic;
+    const PHYS_PORT_CNT: u32 = 1;
+    const USER_POST_SEND: bool = true;
+    const IW_NO_PORT_MAP: bool = true;
+    const STATS: &'static StatDescs = &stats::NAMES;
+
+    fn query_device(dev: &Device<Self>) -> DeviceCaps {
         DeviceCaps {
             vendor_id: VENDOR_ID,
             vendor_part_id: dev.dev_id,
@@ -65,7 +80,7 @@ impl Driver for Rsiw {
         }
     }
 
-    fn query_port(_dev: &Device, ndev: &NetDev<'_>) -> PortInfo {
+    fn query_port(_dev: &Device<Self>, _port: u32, ndev: &NetDev<'_>) -> PortInfo {
         PortInfo {
             active: ndev.is_up(),
             active_mtu: Mtu::from_link_mtu(ndev.mtu()),
@@ -74,62 +89,58 @@ impl Driver for Rsiw {
         }
     }
 
-    fn gid(dev: &Device) -> [u8; 16] {
+    fn query_gid(dev: &Device<Self>, _port: u32, index: u32) -> Result<[u8; 16]> {
+        // One GID: the MAC address.
+        if index != 0 {
+            return Err(EINVAL);
+        }
         let mut gid = [0u8; 16];
         gid[..6].copy_from_slice(&dev.mac);
-        gid
+        Ok(gid)
     }
 
-    fn alloc_ucontext(dev: &Device, resp: &mut Udata<'_>) -> Result<Ucontext> {
+    fn alloc_ucontext(dev: &Device<Self>, resp: &mut Udata<'_>) -> Result<Ucontext> {
         let uctx = Ucontext {
             quota: Quota::take(&dev.quotas, Kind::Ctx)?,
         };
-        resp.respond(&alloc_ctx_resp(dev.dev_id))?;
+        resp.respond(&uresp::alloc_ctx(dev.dev_id))?;
         Ok(uctx)
     }
 
-    fn dealloc_ucontext(_dev: &Device, uctx: Ucontext) {
+    fn dealloc_ucontext(_dev: &Device<Self>, uctx: Ucontext) {
         // Its quota goes back with it.
         drop(uctx);
     }
 
-    fn alloc_pd(dev: &Device) -> Result<Pd> {
-        let quota = Quota::take(&dev.quotas, Kind::Pd)?;
+    fn alloc_pd(dev: &Device<Self>) -> Result<Pd> {
         Ok(Pd {
-            id: dev
-                .next_pd_id
-                .fetch_add(1, core::sync::atomic::Ordering::Relaxed),
-            quota,
+            quota: Quota::take(&dev.quotas, Kind::Pd)?,
+            id: dev.next_pd_id.fetch_add(1, Ordering::Relaxed),
         })
     }
 
-    fn dealloc_pd(_dev: &Device, pd: Pd) {
+    fn dealloc_pd(_dev: &Device<Self>, pd: Pd) {
         // Its quota goes back with it.
         drop(pd);
     }
 
-    type Cq = Cq;
-    type Qp = Qp;
-    type Srq = Srq;
-    type Mr = Mr;
-
-    fn create_cq(dev: &Device, args: CreateCq<'_>) -> Result<Arc<Cq>> {
+    fn create_cq(dev: &Device<Self>, args: CreateCq<'_>) -> Result<Arc<Cq>> {
         Cq::create(&dev.quotas, args)
     }
 
-    fn destroy_cq(_dev: &Device, cq: Arc<Cq>) {
+    fn destroy_cq(_dev: &Device<Self>, cq: Arc<Cq>) {
         cq.destroy();
     }
 
-    fn poll_cq(cq: &Cq, max: usize, f: &mut dyn FnMut(&Cqe)) {
-        cq.poll(max, f)
+    fn poll_cq(cq: &Cq, max: usize, f: &mut dyn FnMut(&WorkCompletion)) {
+        cq.poll(max, |c| f(&c.work_completion()))
     }
 
     fn req_notify_cq(cq: &Cq, solicited_only: bool, report_missed: bool) -> u32 {
         cq.arm(solicited_only, report_missed)
     }
 
-    fn create_qp(dev: &Device, args: CreateQp<'_, Self>) -> Result<(Arc<Qp>, u32)> {
+    fn create_qp(dev: &Device<Self>, args: CreateQp<'_, Self>) -> Result<(Arc<Qp>, u32)> {
         Qp::create(&dev.qp_xa, &dev.quotas, &dev.mem_xa, &dev.stats, args)
     }
 
@@ -141,11 +152,11 @@ impl Driver for Rsiw {
         qp.query(ndev)
     }
 
-    fn destroy_qp(dev: &Device, qp: Arc<Qp>) {
+    fn destroy_qp(dev: &Device<Self>, qp: Arc<Qp>) {
         qp.destroy(&dev.qp_xa)
     }
 
-    fn post_send(qp: &Arc<Qp>, wrs: &mut SendWrs<'_>) -> Result {
+    fn post_send(qp: &Arc<Qp>, wrs: &mut SendWrs<'_, Self>) -> Result {
         qp.post_send(wrs)
     }
 
@@ -153,7 +164,7 @@ impl Driver for Rsiw {
         qp.post_recv(wrs)
     }
 
-    fn create_srq(dev: &Device, args: CreateSrq<'_, Self>) -> Result<Arc<Srq>> {
+    fn create_srq(dev: &Device<Self>, args: CreateSrq<'_, Self>) -> Result<Arc<Srq>> {
         Srq::create(&dev.quotas, args)
     }
 
@@ -165,7 +176,7 @@ impl Driver for Rsiw {
         srq.query()
     }
 
-    fn destroy_srq(_dev: &Device, srq: Arc<Srq>) {
+    fn destroy_srq(_dev: &Device<Self>, srq: Arc<Srq>) {
         srq.destroy()
     }
 
@@ -173,15 +184,15 @@ impl Driver for Rsiw {
         srq.post(wrs)
     }
 
-    fn reg_user_mr(dev: &Device, args: RegUserMr<'_, Self>) -> Result<(Mr, u32)> {
+    fn reg_user_mr(dev: &Device<Self>, args: RegUserMr<'_, Self>) -> Result<(Mr, u32)> {
         mem::reg_user_mr(&dev.mem_xa, &dev.quotas, args)
     }
 
-    fn get_dma_mr(dev: &Device, pd: &Pd, access: u32) -> Result<(Mr, u32)> {
+    fn get_dma_mr(dev: &Device<Self>, pd: &Pd, access: u32) -> Result<(Mr, u32)> {
         mem::get_dma_mr(&dev.mem_xa, &dev.quotas, pd, access)
     }
 
-    fn alloc_mr(dev: &Device, pd: &Pd, max_pages: u32) -> Result<(Mr, u32)> {
+    fn alloc_mr(dev: &Device<Self>, pd: &Pd, max_pages: u32) -> Result<(Mr, u32)> {
         mem::alloc_mr(&dev.mem_xa, &dev.quotas, pd, max_pages)
     }
 
@@ -198,49 +209,44 @@ impl Driver for Rsiw {
     }
 
     fn rereg_user_mr(
-        dev: &Device,
+        dev: &Device<Self>,
         old: &Mr,
         args: ReregUserMr<'_, Self>,
     ) -> Result<Option<(Mr, u32)>> {
         mem::rereg_user_mr(&dev.mem_xa, &dev.quotas, old, args)
     }
 
-    fn dereg_mr(dev: &Device, mr: Mr) -> Result {
+    fn dereg_mr(dev: &Device<Self>, mr: Mr) -> Result {
         mem::dereg_mr(&dev.mem_xa, mr)
     }
 
-    type Listener = crate::cm::Listener;
-    type Cep = crate::cm::Cep;
-
-    fn iw_connect(dev: &Device, id: CmId, p: ConnParam) -> Result {
+    fn iw_connect(dev: &Device<Self>, id: CmId, p: ConnParam) -> Result {
         let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        crate::cm::connect(qp, id, p)
+        cm::connect(qp, id, p)
     }
 
-    fn iw_accept(dev: &Device, cep: Arc<Self::Cep>, id: CmId, p: ConnParam) -> Result {
+    fn iw_accept(dev: &Device<Self>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        crate::cm::accept(qp, cep, id, p)
+        cm::accept(qp, cep, id, p)
     }
 
-    fn iw_reject(cep: Arc<Self::Cep>, pdata: &[u8]) -> Result {
-        crate::cm::reject(cep, pdata)
+    fn iw_reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
+        cm::reject(cep, pdata)
     }
 
-    fn iw_create_listen(dev: &Device, id: CmId, backlog: i32) -> Result<Arc<Self::Listener>> {
-        crate::cm::create_listen(dev.ifindex, id, backlog)
+    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
+        cm::create_listen(dev.ifindex, id, backlog)
     }
 
-    fn iw_destroy_listen(l: Arc<Self::Listener>) {
-        crate::cm::destroy_listen(l)
+    fn iw_destroy_listen(l: Arc<Listener>) {
+        cm::destroy_listen(l)
     }
 
-    fn iw_get_qp(dev: &Device, qpn: u32) -> Option<QpHandle> {
+    fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
         dev.qp_xa.get(qpn).map(|q| q.handle.clone())
     }
 
-    const STATS: &'static StatDescs = &crate::base::stats::NAMES;
-
-    fn read_stats(dev: &Device, out: &mut [u64]) {
+    fn read_stats(dev: &Device<Self>, _port: u32, out: &mut [u64]) {
         dev.stats.read(out);
     }
 }

@@ -8,8 +8,8 @@
 
 use kernel::{c_str, prelude::*};
 
-use crate::kif::ib::StatDescs;
-use crate::kif::percpu::PerCpuCounters;
+use crate::kif::compat::percpu::PerCpuCounters;
+use crate::kif::rdma::stats::StatDescs;
 
 /// One counter (its index in [`NAMES`] and [`Stats`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,8 +8,8 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::limits;
-use crate::kif::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::kif::params;
+use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::qp::Qp;
 use crate::wire::connect::{
     max_user_pdata, FrameKind, IrdOrd, MpaRr, RtrType, RES_LARGE_FPDU, REVISION_1, REVISION_2,

@@ -8,8 +8,8 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::limits;
-use crate::kif::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::kif::params;
+use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::kif::sock::{SockAddr, Socket};
 use crate::qp::Qp;
 use crate::wire::connect::{
@@ -169,7 +169,7 @@ impl Phase {
                 crc: peer.crc || out.offer.crc,
             };
             send_setup_terminate(&out.mpa.sock, mode, e);
-            return Err(crate::kif::econnrefused());
+            return Err(crate::kif::compat::error::econnrefused());
         }
         let addrs = (out.mpa.sock.local_addr()?, out.mpa.sock.peer_addr()?);
         let terms = out.offer.terms(&peer, p2p);
@@ -178,7 +178,7 @@ impl Phase {
         };
         if reject {
             mpa.sock.detach();
-            let refused = crate::kif::econnrefused().to_errno();
+            let refused = crate::kif::compat::error::econnrefused().to_errno();
             report_reply(&id, refused, Some(addrs), &peer.pdata, (0, 0));
             return Ok(());
         }

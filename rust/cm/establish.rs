@@ -9,7 +9,7 @@ use core::sync::atomic::AtomicBool;
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::stats::Counter;
-use crate::kif::iwcm::CmId;
+use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::Socket;
 use crate::qp::{Conn, Qp, QpState};
 use crate::wire::mpa::mulpdu;

@@ -10,7 +10,7 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
-use crate::kif::iwcm::CmId;
+use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::{SockEvents, SockRx, Socket, TcpState};
 use crate::wire::connect::FrameKind;
 
@@ -59,7 +59,7 @@ impl WorkItem for Listener {
 
 impl SockEvents for Listener {
     fn data_ready(this: ArcBorrow<'_, Self>, _rx: &mut SockRx<'_>) {
-        let _ = crate::kif::wq::queue().enqueue(Arc::<Listener>::from(this));
+        let _ = crate::kif::compat::workqueue::queue().enqueue(Arc::<Listener>::from(this));
     }
 
     fn state_change(_this: ArcBorrow<'_, Self>, _s: TcpState) {}

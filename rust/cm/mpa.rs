@@ -94,12 +94,12 @@ impl Exchange {
                 return Ok(true);
             }
             let n = match self.sock.recv(&mut buf[..want]) {
-                Ok(0) => return Err(crate::kif::econnreset()),
+                Ok(0) => return Err(crate::kif::compat::error::econnreset()),
                 Ok(n) => n,
                 Err(e) if e == EAGAIN => {
                     return match self.sock.state() {
                         TcpState::Established => Ok(false),
-                        _ => Err(crate::kif::econnreset()),
+                        _ => Err(crate::kif::compat::error::econnreset()),
                     };
                 }
                 Err(e) => return Err(e),
@@ -120,7 +120,7 @@ impl Exchange {
                         };
                         send_setup_terminate(&self.sock, mode, LlpError::InvalidRequestReply(e));
                     }
-                    return Err(crate::kif::eproto());
+                    return Err(crate::kif::compat::error::eproto());
                 }
             }
         }
@@ -196,7 +196,7 @@ fn send_all(sock: &Socket, buf: &[u8]) -> Result {
             Ok(k) => off += k,
             Err(e) if e == EAGAIN && tries < 100 => {
                 tries += 1;
-                crate::kif::sleep_ms(10);
+                crate::kif::compat::delay::sleep_ms(10);
             }
             Err(e) => return Err(e),
         }

@@ -12,9 +12,9 @@
 use core::mem;
 use kernel::{prelude::*, sync::Arc};
 
-use crate::kif::iwcm::{CmEvent, CmEventKind, CmId};
+use crate::kif::compat::delayed_work::Timeout;
+use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId};
 use crate::kif::sock::{SockAddr, Socket, TcpState};
-use crate::kif::timer::Timeout;
 use crate::qp::Qp;
 use crate::wire::connect::RrParser;
 

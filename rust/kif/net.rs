@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Net devices as seen by rsiw: a borrowed [`NetDev`], the `rsiw` RDMA link
-//! type (`rdma link add NAME type rsiw netdev DEV`) and the net device
-//! notifier, all owned by one [`LinkRegistration`].
+//! Net devices: a borrowed [`NetDev`], a counted reference to one, and the
+//! net device events RDMA drivers react to ([`NetdevEvent`]).
 
 use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque};
+use kernel::bindings;
 
-use super::{glue, ib};
+use super::glue;
 
 /// A net device that is alive for at least `'a`.
+///
+/// # Invariants
+///
+/// `ptr` is a registered net device that stays valid for `'a`.
 pub struct NetDev<'a> {
     ptr: NonNull<bindings::net_device>,
     _p: PhantomData<&'a bindings::net_device>,
@@ -21,14 +24,15 @@ impl<'a> NetDev<'a> {
     /// # Safety
     ///
     /// `ptr` must point to a registered net device that stays valid for `'a`.
-    pub(crate) unsafe fn from_raw(ptr: NonNull<bindings::net_device>) -> Self {
+    pub(in crate::kif) unsafe fn from_raw(ptr: NonNull<bindings::net_device>) -> Self {
+        // INVARIANT: per the contract.
         Self {
             ptr,
             _p: PhantomData,
         }
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut bindings::net_device {
+    pub(in crate::kif) fn as_ptr(&self) -> *mut bindings::net_device {
         self.ptr.as_ptr()
     }
 
@@ -93,7 +97,11 @@ impl<'a> NetDev<'a> {
 }
 
 /// A net device reference we hold (dropped with `dev_put`).
-pub(crate) struct NetDevRef(NonNull<bindings::net_device>);
+///
+/// # Invariants
+///
+/// We own one reference on the net device.
+pub(in crate::kif) struct NetDevRef(NonNull<bindings::net_device>);
 
 impl NetDevRef {
     /// Takes over a reference the caller holds (as returned by
@@ -102,12 +110,13 @@ impl NetDevRef {
     /// # Safety
     ///
     /// A non-null `p` must carry a reference that is now ours to drop.
-    pub(crate) unsafe fn from_held(p: *mut bindings::net_device) -> Option<Self> {
+    pub(in crate::kif) unsafe fn from_held(p: *mut bindings::net_device) -> Option<Self> {
+        // INVARIANT: per the contract.
         NonNull::new(p).map(Self)
     }
 
     /// The device, borrowed for as long as the reference lives.
-    pub(crate) fn dev(&self) -> NetDev<'_> {
+    pub(in crate::kif) fn dev(&self) -> NetDev<'_> {
         // SAFETY: our reference keeps the device alive while `self` lives.
         unsafe { NetDev::from_raw(self.0) }
     }
@@ -134,7 +143,7 @@ pub enum NetdevEvent {
 }
 
 impl NetdevEvent {
-    fn from_raw(ev: kernel::ffi::c_ulong) -> Option<Self> {
+    pub(in crate::kif) fn from_raw(ev: kernel::ffi::c_ulong) -> Option<Self> {
         match ev as bindings::netdev_cmd {
             bindings::netdev_cmd_NETDEV_UP => Some(Self::Up),
             bindings::netdev_cmd_NETDEV_DOWN => Some(Self::Down),
@@ -142,135 +151,5 @@ impl NetdevEvent {
             bindings::netdev_cmd_NETDEV_CHANGEADDR => Some(Self::ChangeAddr),
             _ => None,
         }
-    }
-}
-
-/// What the driver does for the link type and for net device events.
-pub trait LinkDriver: 'static {
-    /// The verbs driver whose devices this link type creates.
-    type Driver: ib::Driver;
-    /// `rdma link add NAME type rsiw netdev DEV`: create and register a device.
-    fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result;
-    /// A net device event for a net device that carries an rsiw device.
-    fn netdev_event(dev: &ib::DeviceRef<Self::Driver>, ndev: &NetDev<'_>, event: NetdevEvent);
-}
-
-/// The registered link type and net device notifier.
-///
-/// Dropping it unregisters both and then every rsiw device, waiting until
-/// the RDMA core has released each of them.
-#[pin_data(PinnedDrop)]
-pub struct LinkRegistration {
-    #[pin]
-    link: Opaque<bindings::rdma_link_ops>,
-    #[pin]
-    notifier: Opaque<bindings::notifier_block>,
-    registry: Pin<KBox<ib::Registry>>,
-}
-
-// SAFETY: the C structures are only touched by their registration calls,
-// which do their own locking.
-unsafe impl Send for LinkRegistration {}
-// SAFETY: as above; `&LinkRegistration` exposes nothing.
-unsafe impl Sync for LinkRegistration {}
-
-/// RDMA core entry point `newlink_cb`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by `register_device`.
-unsafe extern "C" fn newlink_cb<T: LinkDriver>(
-    name: *const kernel::ffi::c_char,
-    ndev: *mut bindings::net_device,
-) -> kernel::ffi::c_int {
-    from_result(|| {
-        let ndev = NonNull::new(ndev).ok_or(EINVAL)?;
-        // SAFETY: the RDMA netlink code holds a reference on `ndev` and passes
-        // a NUL-terminated name for the duration of this call.
-        let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDev::from_raw(ndev)) };
-        T::newlink(name, &ndev)?;
-        Ok(0)
-    })
-}
-
-/// RDMA core entry point `notifier_cb`.
-///
-/// # Safety
-///
-/// Called by the RDMA core only, with live objects of a device registered
-/// by `register_device`.
-unsafe extern "C" fn notifier_cb<T: LinkDriver>(
-    _nb: *mut bindings::notifier_block,
-    event: kernel::ffi::c_ulong,
-    info: *mut kernel::ffi::c_void,
-) -> kernel::ffi::c_int {
-    let Some(event) = NetdevEvent::from_raw(event) else {
-        return bindings::NOTIFY_OK as _;
-    };
-    // SAFETY: netdev notifiers get a `netdev_notifier_info`; the helper
-    // returns its device, which RTNL keeps alive during the call.
-    let ndev = unsafe { glue::rsiw_netdev_notifier_dev(info) };
-    let Some(ndev) = NonNull::new(ndev) else {
-        return bindings::NOTIFY_OK as _;
-    };
-    // SAFETY: see above; the device outlives this callback.
-    let ndev = unsafe { NetDev::from_raw(ndev) };
-    if let Some(dev) = ib::DeviceRef::<T::Driver>::get_by_netdev(&ndev) {
-        T::netdev_event(&dev, &ndev, event);
-    }
-    bindings::NOTIFY_OK as _
-}
-
-impl LinkRegistration {
-    /// Registers the RDMA link type `kind` (a static string) and the net
-    /// device notifier, both served by `T`.
-    pub fn new<T: LinkDriver>(kind: &'static CStr) -> Result<Pin<KBox<Self>>> {
-        let registry = ib::Registry::new()?;
-        let this = KBox::pin_init(
-            try_pin_init!(Self {
-                link <- Opaque::ffi_init(|p: *mut bindings::rdma_link_ops| {
-                    // SAFETY: `p` is valid for writes of a `rdma_link_ops`.
-                    unsafe {
-                        p.write(bindings::rdma_link_ops {
-                            type_: kind.as_char_ptr(),
-                            newlink: Some(newlink_cb::<T>),
-                            ..Default::default()
-                        })
-                    }
-                }),
-                notifier <- Opaque::ffi_init(|p: *mut bindings::notifier_block| {
-                    // SAFETY: `p` is valid for writes of a `notifier_block`.
-                    unsafe {
-                        p.write(bindings::notifier_block {
-                            notifier_call: Some(notifier_cb::<T>),
-                            ..Default::default()
-                        })
-                    }
-                }),
-                registry,
-            }? Error),
-            GFP_KERNEL,
-        )?;
-        // SAFETY: the notifier block is pinned in `this` and unregistered in
-        // `drop` before it is freed.
-        kernel::error::to_result(unsafe {
-            bindings::register_netdevice_notifier(this.notifier.get())
-        })?;
-        // SAFETY: as above for the link ops; `kind` is static.
-        unsafe { bindings::rdma_link_register(this.link.get()) };
-        Ok(this)
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for LinkRegistration {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: both were registered in `new` and are still pinned here.
-        unsafe {
-            bindings::rdma_link_unregister(self.link.get());
-            bindings::unregister_netdevice_notifier(self.notifier.get());
-        }
-        self.registry.unregister_all();
     }
 }

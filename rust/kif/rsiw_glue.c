@@ -143,17 +143,6 @@ int rsiw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 max,
 				   GFP_KERNEL);
 }
 
-void *rsiw_xa_erase(struct xarray *xa, unsigned long index)
-{
-	unsigned long flags;
-	void *entry;
-
-	xa_lock_irqsave(xa, flags);
-	entry = __xa_erase(xa, index);
-	xa_unlock_irqrestore(xa, flags);
-	return entry;
-}
-
 void rsiw_rcu_read_lock(void)
 {
 	rcu_read_lock();

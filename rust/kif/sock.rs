@@ -43,7 +43,7 @@ impl TcpState {
 
 /// A socket address (`struct sockaddr_storage`), IPv4 or IPv6.
 #[derive(Clone, Copy)]
-pub struct SockAddr(pub(crate) bindings::__kernel_sockaddr_storage);
+pub struct SockAddr(pub(in crate::kif) bindings::__kernel_sockaddr_storage);
 
 // SAFETY: `sockaddr_storage` is plain bytes; its only pointer member
 // (`__align`) exists for alignment and is never dereferenced.
@@ -222,6 +222,11 @@ unsafe extern "C" fn release_cb<T: SockEvents>(ctx: *mut kernel::ffi::c_void) {
 }
 
 /// A kernel TCP socket.
+///
+/// # Invariants
+///
+/// `ptr` is a socket from `sock_create` or `kernel_accept`, owned by this
+/// value until it drops (which releases it).
 pub struct Socket {
     ptr: NonNull<bindings::socket>,
 }
@@ -249,6 +254,7 @@ impl Socket {
                 &mut p,
             )
         })?;
+        // INVARIANT: the socket created just above.
         Ok(Self {
             ptr: NonNull::new(p).ok_or(ENOMEM)?,
         })

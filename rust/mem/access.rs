@@ -11,9 +11,9 @@ use kernel::{prelude::*, sync::Arc};
 
 use super::{Mem, MemKind, Pbl};
 use crate::kif::{
-    mem::{kernel_slice, kernel_write},
-    sync::SpinLockIrq,
-    xarray::{LookupCache, RcuXArray},
+    compat::sync::SpinLockIrq,
+    rcu_xarray::{LookupCache, RcuXArray},
+    rdma::umem::{kernel_slice, kernel_write},
 };
 
 // IB access flags (`enum ib_access_flags`).

@@ -13,10 +13,11 @@ use super::tx::TxState;
 use super::{Qp, QpCaps, QpInner, QpState};
 use crate::base::{limits, stats::Stats, Kind, Quota, Quotas, Rsiw};
 use crate::cq::Cq;
-use crate::kif::xarray::XArray;
+use crate::kif::compat::xarray::XArray;
 use crate::kif::{
-    ib::{CreateQp, QpInit},
-    queue::{Ring, Rqe, Sqe, UserMapping, MAX_INLINE, MAX_SGE},
+    rdma::mmap::UserMapping,
+    rdma::qp::{CreateQp, QpInit},
+    siw::{Ring, Rqe, Sqe, MAX_INLINE, MAX_SGE},
 };
 use crate::mem::{self, access};
 
@@ -35,7 +36,7 @@ fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32
 /// limits, with at least one send work request.
 fn check(i: &QpInit) -> Result {
     if !i.rc {
-        return Err(crate::kif::eopnotsupp());
+        return Err(crate::kif::compat::error::eopnotsupp());
     }
     if i.max_send_wr > limits::MAX_QP_WR
         || i.max_recv_wr > limits::MAX_QP_WR
@@ -115,7 +116,7 @@ impl Qp {
     ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if i.create_flags != 0 {
-            return Err(crate::kif::eopnotsupp());
+            return Err(crate::kif::compat::error::eopnotsupp());
         }
         let quota = Quota::take(quotas, Kind::Qp)?;
         Self::build(qps, mem_xa, stats, a, quota)

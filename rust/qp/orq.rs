@@ -9,7 +9,7 @@
 
 use kernel::{alloc::AllocError, prelude::*, sync::Arc};
 
-use crate::kif::queue::{Sge, Sqe};
+use crate::kif::siw::{Sge, Sqe};
 use crate::mem::Mem;
 use crate::state::fifo::{self, Slots};
 use crate::wire::rdmap::ReadRequest;

@@ -9,20 +9,16 @@ use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
 use super::{tx, Qp};
-use crate::base::{
-    abi::{op, wc, wqe},
-    stats::Counter,
-    Rsiw,
-};
+use crate::base::{stats::Counter, Rsiw};
 use crate::kif::{
-    queue::{Cqe, Rqe, Sqe},
-    wr::{RecvWrs, SendKind, SendWr, SendWrs},
+    rdma::wr::{RecvWrs, SendKind, SendWr, SendWrs},
+    siw::{op, wc, wqe, Cqe, Rqe, Sqe},
 };
 use crate::mem::access;
 use crate::state::qp::Post;
 
 /// The send queue opcode of a work request.
-fn opcode(kind: &SendKind) -> u8 {
+fn opcode(kind: &SendKind<Rsiw>) -> u8 {
     match kind {
         SendKind::Send { invalidate: None } => op::SEND,
         SendKind::Send {
@@ -45,7 +41,7 @@ fn opcode(kind: &SendKind) -> u8 {
 /// The send queue element of a kernel consumer's work request with at
 /// most `max_sge` SGEs (`EINVAL` for more, and for a Read without exactly
 /// one sink SGE).
-fn sqe_of(wr: &SendWr, max_sge: u32) -> Result<Sqe> {
+fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
     if wr.num_sge > max_sge as usize {
         return Err(EINVAL);
     }
@@ -93,7 +89,7 @@ fn sqe_of(wr: &SendWr, max_sge: u32) -> Result<Sqe> {
             iova,
             length,
         } => {
-            sqe.raddr = crate::kif::ib::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
+            sqe.raddr = crate::kif::rdma::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
             sqe.rkey = key;
             sqe.access = (acc & access::IWARP_MASK) as u64;
             // The region as the request sees it (see `tx::reg_mr`). In
@@ -115,7 +111,7 @@ fn sqe_of(wr: &SendWr, max_sge: u32) -> Result<Sqe> {
 impl Qp {
     /// Posts send work requests. Kernel consumers pass a list; user space
     /// rings the doorbell with an empty one.
-    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_>) -> Result {
+    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, Rsiw>) -> Result {
         if !self.kernel {
             if !wrs.is_empty() {
                 return Err(EINVAL);
@@ -129,7 +125,7 @@ impl Qp {
                 drop(inner);
                 return self.flush_send_wrs(wrs);
             }
-            Post::NotConnected => return Err(crate::kif::enotconn()),
+            Post::NotConnected => return Err(crate::kif::compat::error::enotconn()),
         }
         for wr in wrs {
             let wr = wr?;
@@ -183,13 +179,13 @@ impl Qp {
                 self.flush_sq();
                 Ok(())
             }
-            Post::NotConnected => Err(crate::kif::enotconn()),
+            Post::NotConnected => Err(crate::kif::compat::error::enotconn()),
         }
     }
 
     /// Completes kernel send work requests of a QP in error with flush
     /// errors (`ib_drain_sq`).
-    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_>) -> Result {
+    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_, Rsiw>) -> Result {
         for wr in wrs {
             let wr = wr?;
             let c = Cqe {
@@ -221,7 +217,7 @@ impl Qp {
                 drop(inner);
                 return self.flush_recv_wrs(wrs);
             }
-            Post::NotConnected => return Err(crate::kif::enotconn()),
+            Post::NotConnected => return Err(crate::kif::compat::error::enotconn()),
         }
         for wr in wrs {
             rq.post(&mut inner.rq_put, &wr?, self.caps.rq_max_sge)?;

@@ -26,7 +26,7 @@ use kernel::{
 };
 
 use super::{Qp, QpState};
-use crate::base::abi::wc;
+use crate::kif::siw::wc;
 use crate::kif::sock::{SockEvents, SockRx, TcpState};
 use crate::wire::{mpa::MpaMode, rx::RxConfig};
 use actions::Actions;

@@ -38,9 +38,9 @@ use self::emit::Sent;
 use self::job::{Job, Kind};
 use super::orq::{Fifo, IrqEntry, TermMsg, TERM_MAX};
 use super::{Conn, Qp, QpState};
-use crate::base::abi::{wc, wqe};
 use crate::base::limits;
 use crate::base::stats::Counter;
+use crate::kif::siw::{wc, wqe};
 use crate::wire::{error::ProtocolError, term::build_terminate};
 
 mod emit;

@@ -15,7 +15,7 @@ use kernel::{
 use super::msg::RecvCompletion;
 use super::on_llp_close;
 use crate::base::stats::Counter;
-use crate::kif::handle::QpEvent;
+use crate::kif::rdma::handle::QpEvent;
 use crate::qp::{tx::queue_terminate, Qp};
 use crate::wire::{
     error::{LlpError, ProtocolError},

@@ -7,8 +7,8 @@
 use core::sync::atomic::Ordering;
 use kernel::sync::Arc;
 
-use crate::base::abi::{wc, wqe};
-use crate::kif::queue::{Rqe, Sge, MAX_SGE};
+use crate::kif::siw::{wc, wqe};
+use crate::kif::siw::{Rqe, Sge, MAX_SGE};
 use crate::mem::access::{
     self, check_mem, lookup_inval, lookup_stag, mem_write, MemFault, StagCache,
 };

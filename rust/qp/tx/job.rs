@@ -6,7 +6,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::kif::queue::{Sge, Sqe, MAX_INLINE, MAX_SGE};
+use crate::kif::siw::{Sge, Sqe, MAX_INLINE, MAX_SGE};
 use crate::mem::access::mem_slice;
 use crate::mem::Mem;
 use crate::qp::orq::TermMsg;

@@ -12,10 +12,10 @@ use super::job::{empty_sqe, Job, Kind, Src};
 use super::sq::{fault_status, local_error};
 use super::state::TxState;
 use super::{queue_terminate, Next};
-use crate::base::abi::{op, wc};
+use crate::kif::siw::{op, wc};
 use crate::kif::{
-    handle::QpEvent,
-    queue::{Sge, Sqe},
+    rdma::handle::QpEvent,
+    siw::{Sge, Sqe},
 };
 use crate::mem::access::{self, check_mem, lookup_stag, MemFault, StagCache};
 use crate::mem::Mem;

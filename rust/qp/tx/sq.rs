@@ -17,10 +17,10 @@ use kernel::{prelude::*, sync::Arc};
 use super::job::{Job, Kind, Src};
 use super::state::TxState;
 use super::{queue_terminate, Next};
-use crate::base::abi::{op, wc, wqe};
+use crate::kif::siw::{op, wc, wqe};
 use crate::kif::{
-    handle::QpEvent,
-    queue::{Sqe, MAX_INLINE, MAX_SGE},
+    rdma::handle::QpEvent,
+    siw::{Sqe, MAX_INLINE, MAX_SGE},
 };
 use crate::mem::access::{self, check_mem, lookup_inval, lookup_stag, MemFault, StagCache};
 use crate::mem::{Mem, MemKind};

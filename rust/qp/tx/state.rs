@@ -187,7 +187,7 @@ impl TxState {
     /// without a message, an error without a connection.
     pub(super) fn emission(&mut self) -> kernel::error::Result<Option<Emission<'_>>> {
         let Some(conn) = self.conn.as_deref() else {
-            return Err(crate::kif::enotconn());
+            return Err(crate::kif::compat::error::enotconn());
         };
         let Some(job) = self.job.as_ref() else {
             return Ok(None);

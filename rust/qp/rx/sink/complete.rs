@@ -10,7 +10,7 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use super::{Seg, Sink};
-use crate::base::abi::{op, wc};
+use crate::kif::siw::{op, wc};
 use crate::mem::access::lookup_inval;
 use crate::qp::orq::IrqEntry;
 use crate::wire::{

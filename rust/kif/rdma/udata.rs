@@ -7,6 +7,11 @@ use core::marker::PhantomData;
 use kernel::{bindings, prelude::*, uaccess::UserSlice};
 
 /// The udata of one verb call; empty for kernel callers.
+///
+/// # Invariants
+///
+/// `raw` is a copy of the call's `ib_udata`, whose buffers stay valid user
+/// addresses of the calling process for `'a`.
 pub struct Udata<'a> {
     raw: Option<bindings::ib_udata>,
     _p: PhantomData<&'a mut bindings::ib_udata>,
@@ -19,9 +24,10 @@ impl<'a> Udata<'a> {
     /// # Safety
     ///
     /// `p` is null or a valid udata for the duration of `'a`.
-    pub(crate) unsafe fn from_raw(p: *mut bindings::ib_udata) -> Result<Self> {
+    pub(in crate::kif) unsafe fn from_raw(p: *mut bindings::ib_udata) -> Result<Self> {
         // SAFETY: per the contract.
         let raw = unsafe { p.as_ref() }.map(|u| bindings::ib_udata { ..*u });
+        // INVARIANT: per the contract.
         Ok(Self {
             raw,
             _p: PhantomData,

@@ -4,6 +4,15 @@
 //! `spin_lock` flavour; state that the TCP receive softirq, kernel RDMA
 //! consumers (which post and poll from any context) and process context all
 //! touch needs `spin_lock_irqsave`.
+//!
+//! Named as the `SpinLockIrq` of the Rust-for-Linux interrupt series
+//! (`kernel::sync::SpinLockIrq`, `new_spinlock_irq!`): a [`Lock`] with a
+//! backend that disables interrupts. That one tracks the interrupt state
+//! in a per-CPU count instead of saving the flags in the guard, and lets
+//! code that already runs with interrupts off take the lock without
+//! touching them.
+//!
+//! Drop when the minimum kernel has `kernel::sync::SpinLockIrq`.
 
 use kernel::{
     bindings,
@@ -17,7 +26,7 @@ pub type SpinLockIrq<T> = Lock<T, SpinLockIrqBackend>;
 #[macro_export]
 macro_rules! new_spinlock_irq {
     ($inner:expr $(, $name:literal)? $(,)?) => {
-        $crate::kif::sync::SpinLockIrq::new(
+        $crate::kif::compat::sync::SpinLockIrq::new(
             $inner,
             ::kernel::optional_name!($($name)?),
             ::kernel::static_lock_class!(),
@@ -67,12 +76,12 @@ unsafe impl Backend for SpinLockIrqBackend {
     #[cfg(CONFIG_PREEMPT_RT)]
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
         // SAFETY: the caller guarantees `ptr` is an initialised lock.
-        unsafe { super::glue::rsiw_spin_lock_irqsave(ptr) }
+        unsafe { crate::kif::glue::rsiw_spin_lock_irqsave(ptr) }
     }
 
     #[cfg(CONFIG_PREEMPT_RT)]
     unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
         // SAFETY: the caller owns the lock; `flags` come from `lock`.
-        unsafe { super::glue::rsiw_spin_unlock_irqrestore(ptr, *flags) }
+        unsafe { crate::kif::glue::rsiw_spin_unlock_irqrestore(ptr, *flags) }
     }
 }

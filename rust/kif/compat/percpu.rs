@@ -3,13 +3,25 @@
 //! Per-CPU counters (`alloc_percpu`, `this_cpu_add`): the data path counts
 //! without a locked instruction and without sharing a cache line between
 //! CPUs; readers sum over all CPUs.
+//!
+//! The 6.12 `kernel` crate has no per-CPU data; Rust-for-Linux has it as
+//! `kernel::percpu` (per-CPU variables reached through this CPU's copy).
+//! rsiw needs only an array of counters, added to in any context and
+//! summed by readers, so [`PerCpuCounters`] has just that.
+//!
+//! Drop when the minimum kernel has `kernel::percpu`.
 
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-use super::glue;
+use crate::kif::glue;
 
 /// `N` counters per CPU.
+///
+/// # Invariants
+///
+/// `ptr` is a per-CPU area of `N` `u64` counters from
+/// `rsiw_counters_alloc`, owned by this value until it drops.
 pub struct PerCpuCounters<const N: usize> {
     ptr: NonNull<u64>,
 }
@@ -26,6 +38,7 @@ impl<const N: usize> PerCpuCounters<N> {
         let n = u32::try_from(N).map_err(|_| EINVAL)?;
         // SAFETY: plain allocation; the area is zeroed.
         let p = unsafe { glue::rsiw_counters_alloc(n) };
+        // INVARIANT: a fresh area of `N` counters, or the error.
         Ok(Self {
             ptr: NonNull::new(p).ok_or(ENOMEM)?,
         })

@@ -1,17 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Work requests of kernel consumers (`ib_send_wr`, `ib_recv_wr` lists) as
-//! safe values, and work completions (`ib_wc`) from completion queue
-//! elements.
+//! safe values.
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*};
 
-use super::queue::{Cqe, Sge, MAX_INLINE, MAX_SGE};
+use super::Driver;
 
-/// What a send work request asks for.
-#[derive(Clone, Copy, Debug)]
-pub enum SendKind {
+/// Most SGEs of a kernel consumer's work request (more are refused).
+pub const MAX_SGE: usize = 6;
+/// Most octets of inline data of a kernel consumer's work request.
+pub const MAX_INLINE: usize = 80;
+
+/// A scatter/gather element (`struct ib_sge`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Address (user or kernel virtual, or DMA address for kernel users).
+    pub addr: u64,
+    /// Length in octets.
+    pub length: u32,
+    /// Local key (STag) of the memory region.
+    pub lkey: u32,
+}
+
+/// What a send work request to a QP of driver `T` asks for.
+pub enum SendKind<T: Driver> {
     /// Send, optionally invalidating a remote STag.
     Send {
         /// STag the peer invalidates (Send with Invalidate).
@@ -40,8 +54,8 @@ pub enum SendKind {
     },
     /// Fast registration of a memory region.
     RegMr {
-        /// The region (an `ib_mr` of this device) as an opaque handle.
-        mr: MrHandle,
+        /// The region (an MR of the QP's device).
+        mr: MrHandle<T>,
         /// New STag (index and key).
         key: u32,
         /// IB access flags.
@@ -55,21 +69,49 @@ pub enum SendKind {
     },
 }
 
-/// A memory region of a kernel consumer named in a REG_MR work request;
-/// resolved to the driver's object by [`super::ib::mr_of`].
-#[derive(Clone, Copy, Debug)]
-pub struct MrHandle(pub(crate) NonNull<bindings::ib_mr>);
+// Manual impls: derived ones would ask `T: Copy` of the driver type.
+impl<T: Driver> Clone for SendKind<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Driver> Copy for SendKind<T> {}
 
-// SAFETY: a plain identity; dereferenced only by `mr_of` under its contract.
-unsafe impl Send for MrHandle {}
+/// A memory region of a device of driver `T`, named in a REG_MR work
+/// request; [`with_mr`](super::with_mr) resolves it to the driver's
+/// object.
+///
+/// # Invariants
+///
+/// The `ib_mr` of a REG_MR work request posted to a QP of driver `T`, an
+/// MR of that QP's device, which the consumer keeps alive until the
+/// request completes.
+pub struct MrHandle<T: Driver>(NonNull<bindings::ib_mr>, PhantomData<fn() -> T>);
 
-/// One send work request of a kernel consumer.
-#[derive(Clone, Copy, Debug)]
-pub struct SendWr {
+impl<T: Driver> MrHandle<T> {
+    /// The MR.
+    pub(in crate::kif) fn as_ptr(self) -> *mut bindings::ib_mr {
+        self.0.as_ptr()
+    }
+}
+
+impl<T: Driver> Clone for MrHandle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Driver> Copy for MrHandle<T> {}
+
+// SAFETY: a plain identity; dereferenced only by `with_mr` under its
+// contract.
+unsafe impl<T: Driver> Send for MrHandle<T> {}
+
+/// One send work request of a kernel consumer to a QP of driver `T`.
+pub struct SendWr<T: Driver> {
     /// Work request id.
     pub id: u64,
     /// Operation.
-    pub kind: SendKind,
+    pub kind: SendKind<T>,
     /// A completion is wanted.
     pub signaled: bool,
     /// Wait for prior RDMA Reads to complete.
@@ -83,6 +125,13 @@ pub struct SendWr {
     /// Inline payload and its length, when `IB_SEND_INLINE` was asked.
     pub inline: Option<([u8; MAX_INLINE], usize)>,
 }
+
+impl<T: Driver> Clone for SendWr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Driver> Copy for SendWr<T> {}
 
 /// One receive work request.
 #[derive(Clone, Copy, Debug)]
@@ -114,27 +163,36 @@ fn sge_list(list: *const bindings::ib_sge, n: i32) -> Result<([Sge; MAX_SGE], us
     Ok((out, n))
 }
 
-/// The send work requests of one `post_send` call.
-pub struct SendWrs<'a> {
+/// The send work requests of one `post_send` call to a QP of driver `T`.
+///
+/// # Invariants
+///
+/// `cur` is null or a valid, null-terminated list for `'a`, posted to a QP
+/// of driver `T`.
+pub struct SendWrs<'a, T: Driver> {
     cur: *const bindings::ib_send_wr,
     _p: PhantomData<&'a bindings::ib_send_wr>,
+    _driver: PhantomData<fn() -> T>,
 }
 
-impl SendWrs<'_> {
+impl<T: Driver> SendWrs<'_, T> {
     /// Wraps a consumer's list.
     ///
     /// # Safety
     ///
-    /// `wr` is null or a valid, null-terminated list for the call.
-    pub(crate) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
+    /// `wr` is null or a valid, null-terminated list for the call, posted
+    /// to a QP of driver `T`.
+    pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_send_wr) -> Self {
+        // INVARIANT: per the contract.
         Self {
             cur: wr,
             _p: PhantomData,
+            _driver: PhantomData,
         }
     }
 
     /// The request the iterator stopped at (for `bad_wr`).
-    pub(crate) fn current(&self) -> *const bindings::ib_send_wr {
+    pub(in crate::kif) fn current(&self) -> *const bindings::ib_send_wr {
         self.cur
     }
 
@@ -143,12 +201,38 @@ impl SendWrs<'_> {
         self.cur.is_null()
     }
 
-    fn parse(w: &bindings::ib_send_wr) -> Result<SendWr> {
+    fn parse(w: &bindings::ib_send_wr) -> Result<SendWr<T>> {
         // SAFETY: `wr_id` is the active member for verbs consumers (the
         // `wr_cqe` twin is a pointer of the same size, any bits are fine).
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let flags = w.send_flags as u32;
         let has = |f: bindings::ib_send_flags| flags & f as u32 != 0;
+        let kind = Self::kind(w)?;
+        let (sge, num_sge) = match kind {
+            SendKind::LocalInv { .. } | SendKind::RegMr { .. } => ([Sge::default(); MAX_SGE], 0),
+            _ => sge_list(w.sg_list, w.num_sge)?,
+        };
+        let inline_ok = matches!(kind, SendKind::Send { .. } | SendKind::Write { .. });
+        let inline = if has(bindings::ib_send_flags_IB_SEND_INLINE) && inline_ok {
+            Some(Self::inline_data(&sge[..num_sge])?)
+        } else {
+            None
+        };
+        Ok(SendWr {
+            id,
+            kind,
+            signaled: has(bindings::ib_send_flags_IB_SEND_SIGNALED),
+            fence: has(bindings::ib_send_flags_IB_SEND_FENCE),
+            solicited: has(bindings::ib_send_flags_IB_SEND_SOLICITED),
+            sge,
+            num_sge,
+            inline,
+        })
+    }
+
+    /// What the request `w` asks for.
+    #[inline(always)]
+    fn kind(w: &bindings::ib_send_wr) -> Result<SendKind<T>> {
         let rdma = || {
             // SAFETY: RDMA opcodes are posted in an `ib_rdma_wr` whose first
             // member is this `ib_send_wr`.
@@ -157,7 +241,7 @@ impl SendWrs<'_> {
         };
         // SAFETY: `invalidate_rkey` shares its storage with `imm_data`.
         let inv = unsafe { w.ex.invalidate_rkey };
-        let kind = match w.opcode {
+        Ok(match w.opcode {
             bindings::ib_wr_opcode_IB_WR_SEND => SendKind::Send { invalidate: None },
             bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendKind::Send {
                 invalidate: Some(inv),
@@ -183,8 +267,10 @@ impl SendWrs<'_> {
                 // SAFETY: the consumer keeps the MR alive until the work
                 // request completes (RDMA core contract).
                 let (iova, length) = unsafe { ((*mr.as_ptr()).iova, (*mr.as_ptr()).length) };
+                // INVARIANT: the MR of this REG_MR request, posted to a QP
+                // of driver `T` (type invariant of `SendWrs`).
                 SendKind::RegMr {
-                    mr: MrHandle(mr),
+                    mr: MrHandle(mr, PhantomData),
                     key: r.key,
                     access: r.access as u32,
                     iova,
@@ -192,54 +278,40 @@ impl SendWrs<'_> {
                 }
             }
             _ => return Err(EINVAL),
-        };
-        let (sge, num_sge) = match kind {
-            SendKind::LocalInv { .. } | SendKind::RegMr { .. } => ([Sge::default(); MAX_SGE], 0),
-            _ => sge_list(w.sg_list, w.num_sge)?,
-        };
-        let inline_ok = matches!(kind, SendKind::Send { .. } | SendKind::Write { .. });
-        let inline = if has(bindings::ib_send_flags_IB_SEND_INLINE) && inline_ok {
-            let mut buf = [0u8; MAX_INLINE];
-            let mut len = 0usize;
-            for s in &sge[..num_sge] {
-                let l = s.length as usize;
-                if len + l > MAX_INLINE {
-                    return Err(EINVAL);
-                }
-                if l > 0 {
-                    // SAFETY: inline SGEs of kernel consumers hold kernel
-                    // virtual addresses of `length` readable octets.
-                    let src =
-                        unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, l) };
-                    buf[len..len + l].copy_from_slice(src);
-                }
-                len += l;
-            }
-            Some((buf, len))
-        } else {
-            None
-        };
-        Ok(SendWr {
-            id,
-            kind,
-            signaled: has(bindings::ib_send_flags_IB_SEND_SIGNALED),
-            fence: has(bindings::ib_send_flags_IB_SEND_FENCE),
-            solicited: has(bindings::ib_send_flags_IB_SEND_SOLICITED),
-            sge,
-            num_sge,
-            inline,
         })
+    }
+
+    /// The octets `sge` name, copied for an inline request.
+    #[inline(always)]
+    fn inline_data(sge: &[Sge]) -> Result<([u8; MAX_INLINE], usize)> {
+        let mut buf = [0u8; MAX_INLINE];
+        let mut len = 0usize;
+        for s in sge {
+            let l = s.length as usize;
+            if len + l > MAX_INLINE {
+                return Err(EINVAL);
+            }
+            if l > 0 {
+                // SAFETY: inline SGEs of kernel consumers hold kernel
+                // virtual addresses of `length` readable octets.
+                let src = unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, l) };
+                buf[len..len + l].copy_from_slice(src);
+            }
+            len += l;
+        }
+        Ok((buf, len))
     }
 }
 
-impl Iterator for SendWrs<'_> {
-    type Item = Result<SendWr>;
+impl<T: Driver> Iterator for SendWrs<'_, T> {
+    type Item = Result<SendWr<T>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         // SAFETY: per `new`, a non-null `cur` is a valid request.
         let w = unsafe { self.cur.as_ref() }?;
         let r = Self::parse(w);
         if r.is_ok() {
+            // INVARIANT: the next request of the valid list, or null.
             self.cur = w.next;
         }
         Some(r)
@@ -247,6 +319,10 @@ impl Iterator for SendWrs<'_> {
 }
 
 /// The receive work requests of one `post_recv` call.
+///
+/// # Invariants
+///
+/// `cur` is null or a valid, null-terminated list for `'a`.
 pub struct RecvWrs<'a> {
     cur: *const bindings::ib_recv_wr,
     _p: PhantomData<&'a bindings::ib_recv_wr>,
@@ -258,7 +334,8 @@ impl RecvWrs<'_> {
     /// # Safety
     ///
     /// `wr` is null or a valid, null-terminated list for the call.
-    pub(crate) unsafe fn new(wr: *const bindings::ib_recv_wr) -> Self {
+    pub(in crate::kif) unsafe fn new(wr: *const bindings::ib_recv_wr) -> Self {
+        // INVARIANT: per the contract.
         Self {
             cur: wr,
             _p: PhantomData,
@@ -266,7 +343,7 @@ impl RecvWrs<'_> {
     }
 
     /// The request the iterator stopped at (for `bad_wr`).
-    pub(crate) fn current(&self) -> *const bindings::ib_recv_wr {
+    pub(in crate::kif) fn current(&self) -> *const bindings::ib_recv_wr {
         self.cur
     }
 }
@@ -281,48 +358,9 @@ impl Iterator for RecvWrs<'_> {
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let r = sge_list(w.sg_list, w.num_sge).map(|(sge, num_sge)| RecvWr { id, sge, num_sge });
         if r.is_ok() {
+            // INVARIANT: the next request of the valid list, or null.
             self.cur = w.next;
         }
         Some(r)
-    }
-}
-
-/// Fills a work completion from a CQE of a kernel CQ.
-pub(crate) fn fill_wc(wc: &mut bindings::ib_wc, c: &Cqe) {
-    use bindings as b;
-    let opcode = match c.opcode as u32 {
-        b::siw_opcode_SIW_OP_WRITE => b::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        b::siw_opcode_SIW_OP_SEND
-        | b::siw_opcode_SIW_OP_SEND_WITH_IMM
-        | b::siw_opcode_SIW_OP_SEND_REMOTE_INV => b::ib_wc_opcode_IB_WC_SEND,
-        b::siw_opcode_SIW_OP_READ | b::siw_opcode_SIW_OP_READ_LOCAL_INV => {
-            b::ib_wc_opcode_IB_WC_RDMA_READ
-        }
-        b::siw_opcode_SIW_OP_INVAL_STAG => b::ib_wc_opcode_IB_WC_LOCAL_INV,
-        b::siw_opcode_SIW_OP_REG_MR => b::ib_wc_opcode_IB_WC_REG_MR,
-        _ => b::ib_wc_opcode_IB_WC_RECV,
-    };
-    let status = match c.status as u32 {
-        b::siw_wc_status_SIW_WC_SUCCESS => b::ib_wc_status_IB_WC_SUCCESS,
-        b::siw_wc_status_SIW_WC_LOC_LEN_ERR => b::ib_wc_status_IB_WC_LOC_LEN_ERR,
-        b::siw_wc_status_SIW_WC_LOC_PROT_ERR => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
-        b::siw_wc_status_SIW_WC_LOC_QP_OP_ERR => b::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
-        b::siw_wc_status_SIW_WC_WR_FLUSH_ERR => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
-        b::siw_wc_status_SIW_WC_BAD_RESP_ERR => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
-        b::siw_wc_status_SIW_WC_LOC_ACCESS_ERR => b::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
-        b::siw_wc_status_SIW_WC_REM_ACCESS_ERR => b::ib_wc_status_IB_WC_REM_ACCESS_ERR,
-        b::siw_wc_status_SIW_WC_REM_INV_REQ_ERR => b::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
-        _ => b::ib_wc_status_IB_WC_GENERAL_ERR,
-    };
-    // SAFETY: all-zero is a valid `ib_wc`.
-    *wc = unsafe { core::mem::zeroed() };
-    wc.__bindgen_anon_1.wr_id = c.id;
-    wc.byte_len = c.bytes;
-    wc.opcode = opcode;
-    wc.status = status;
-    wc.qp = c.qp as usize as *mut b::ib_qp;
-    if c.flags & b::siw_wqe_flags_SIW_WQE_REM_INVAL as u8 != 0 {
-        wc.ex.invalidate_rkey = c.imm_or_inval as u32;
-        wc.wc_flags = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
     }
 }

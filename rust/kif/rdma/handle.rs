@@ -9,11 +9,16 @@
 use core::ptr::NonNull;
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::sync::SpinLockIrq;
+use crate::kif::compat::sync::SpinLockIrq;
 
 /// A pointer to a core object that kif can revoke.
+///
+/// # Invariants
+///
+/// While `ptr` holds `Some(p)`, `p` is a live core object: kif revokes the
+/// pointer in the object's destroy entry point, before the core frees it.
 #[pin_data]
-pub struct Revocable<B> {
+pub(in crate::kif) struct Revocable<B> {
     #[pin]
     ptr: SpinLockIrq<Option<Raw<B>>>,
 }
@@ -26,7 +31,13 @@ struct Raw<B>(NonNull<B>);
 unsafe impl<B> Send for Raw<B> {}
 
 impl<B> Revocable<B> {
-    fn new(p: NonNull<B>) -> Result<Arc<Self>> {
+    /// A revocable pointer to `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live core object that stays so until [`Self::revoke`].
+    unsafe fn new(p: NonNull<B>) -> Result<Arc<Self>> {
+        // INVARIANT: per the contract.
         Arc::pin_init(
             pin_init!(Self { ptr <- crate::new_spinlock_irq!(Some(Raw(p))) }),
             GFP_KERNEL,
@@ -39,7 +50,8 @@ impl<B> Revocable<B> {
         g.as_ref().map(|r| f(r.0))
     }
 
-    pub(crate) fn revoke(&self) {
+    /// Forgets the object (it is about to be freed).
+    pub(in crate::kif) fn revoke(&self) {
         *self.ptr.lock() = None;
     }
 }
@@ -58,11 +70,18 @@ fn dispatch(
 
 /// A completion queue of the RDMA core.
 #[derive(Clone)]
-pub struct CqHandle(pub(crate) Arc<Revocable<bindings::ib_cq>>);
+pub struct CqHandle(pub(in crate::kif) Arc<Revocable<bindings::ib_cq>>);
 
 impl CqHandle {
-    pub(crate) fn new(p: NonNull<bindings::ib_cq>) -> Result<Self> {
-        Ok(Self(Revocable::new(p)?))
+    /// A handle of `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live `ib_cq` that stays so until the handle is revoked
+    /// (in its destroy entry point).
+    pub(in crate::kif) unsafe fn new(p: NonNull<bindings::ib_cq>) -> Result<Self> {
+        // SAFETY: per the contract.
+        Ok(Self(unsafe { Revocable::new(p) }?))
     }
 
     /// Calls the consumer's completion handler (a completion event).
@@ -109,11 +128,21 @@ pub enum QpEvent {
 
 /// A queue pair of the RDMA core.
 #[derive(Clone)]
-pub struct QpHandle(pub(crate) Arc<Revocable<bindings::ib_qp>>, u64);
+pub struct QpHandle(pub(in crate::kif) Arc<Revocable<bindings::ib_qp>>, u64);
 
 impl QpHandle {
-    pub(crate) fn new(p: NonNull<bindings::ib_qp>) -> Result<Self> {
-        Ok(Self(Revocable::new(p)?, p.as_ptr() as usize as u64))
+    /// A handle of `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live `ib_qp` that stays so until the handle is revoked
+    /// (in its destroy entry point).
+    pub(in crate::kif) unsafe fn new(p: NonNull<bindings::ib_qp>) -> Result<Self> {
+        // SAFETY: per the contract.
+        Ok(Self(
+            unsafe { Revocable::new(p) }?,
+            p.as_ptr() as usize as u64,
+        ))
     }
 
     /// The token a kernel CQE carries to name this QP (`siw_cqe.base_qp`).
@@ -145,11 +174,18 @@ impl QpHandle {
 
 /// A shared receive queue of the RDMA core.
 #[derive(Clone)]
-pub struct SrqHandle(pub(crate) Arc<Revocable<bindings::ib_srq>>);
+pub struct SrqHandle(pub(in crate::kif) Arc<Revocable<bindings::ib_srq>>);
 
 impl SrqHandle {
-    pub(crate) fn new(p: NonNull<bindings::ib_srq>) -> Result<Self> {
-        Ok(Self(Revocable::new(p)?))
+    /// A handle of `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live `ib_srq` that stays so until the handle is revoked
+    /// (in its destroy entry point).
+    pub(in crate::kif) unsafe fn new(p: NonNull<bindings::ib_srq>) -> Result<Self> {
+        // SAFETY: per the contract.
+        Ok(Self(unsafe { Revocable::new(p) }?))
     }
 
     /// Reports that the SRQ fell below its limit.

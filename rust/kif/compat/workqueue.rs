@@ -5,6 +5,13 @@
 //! unload can drain it: [`WqOwner`] destroys the queue, waiting for every
 //! item, before the module's code goes away. A second queue runs the drops
 //! of objects that RCU readers may still see ([`drop_after_gp`]).
+//!
+//! The 6.12 `kernel::workqueue` can queue work on a [`Queue`] but not
+//! allocate one, nor queue on a given CPU or after a grace period
+//! (`queue_rcu_work`); this module adds those for rsiw's queues, and uses
+//! `Queue` and its work item traits for the rest.
+//!
+//! Drop each part when the minimum kernel's `kernel::workqueue` has it.
 
 use core::{
     ptr::{self, NonNull},
@@ -12,12 +19,18 @@ use core::{
 };
 use kernel::{bindings, prelude::*, sync::Arc, workqueue::Queue};
 
-use super::glue;
+use crate::kif::glue;
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 static DROP_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 
 /// Owns the workqueues for the module's life.
+///
+/// # Invariants
+///
+/// The first queue is rsiw's work queue, published in `WQ`, the second its
+/// drop queue, published in `DROP_WQ`; both are allocated and published
+/// until the owner drops.
 pub struct WqOwner(
     NonNull<bindings::workqueue_struct>,
     NonNull<bindings::workqueue_struct>,
@@ -44,6 +57,7 @@ impl WqOwner {
         };
         WQ.store(p.as_ptr(), Ordering::Release);
         DROP_WQ.store(d.as_ptr(), Ordering::Release);
+        // INVARIANT: both allocated and published just above.
         Ok(Self(p, d))
     }
 }
@@ -82,7 +96,7 @@ unsafe extern "C" fn drop_arc<T: Send + Sync>(p: *mut kernel::ffi::c_void) {
 /// Drops `a` from the drop workqueue (process context) after an RCU grace
 /// period: RCU readers that found the object before it was unpublished
 /// may still take a reference until then. Process context.
-pub fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
+pub(in crate::kif) fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
     let raw = Arc::into_raw(a).cast_mut().cast::<kernel::ffi::c_void>();
     // SAFETY: the drop queue lives as long as any device (see `queue`);
     // `raw` is an owned reference that `drop_arc::<T>` releases once.
@@ -92,13 +106,13 @@ pub fn drop_after_gp<T: Send + Sync>(a: Arc<T>) {
 /// Waits until every drop queued by [`drop_after_gp`] has run (before a
 /// device whose objects they may reference goes away). Process context,
 /// not from the drop workqueue.
-pub fn drain_drops() {
+pub(in crate::kif) fn drain_drops() {
     // SAFETY: the drop queue is live while any device exists.
     unsafe { glue::rsiw_drain_drops(DROP_WQ.load(Ordering::Acquire)) };
 }
 
 /// The raw rsiw workqueue (for C glue that queues its own work).
-pub(crate) fn raw() -> *mut bindings::workqueue_struct {
+pub(in crate::kif) fn raw() -> *mut bindings::workqueue_struct {
     WQ.load(Ordering::Acquire)
 }
 

@@ -1,15 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One-shot timeouts on rsiw's workqueue (a C `delayed_work`; the 6.12
-//! `kernel` crate has none). A pending timeout holds a reference to its
+//! One-shot timeouts on rsiw's workqueue: a C `delayed_work`, which the
+//! 6.12 `kernel` crate has not. A pending timeout holds a reference to its
 //! target, so the target lives until the timeout ran or was cancelled.
 //! Module unload runs the timeouts still pending at once (see
-//! [`super::wq::WqOwner`]): none may fire after the queue is gone.
+//! [`WqOwner`](super::workqueue::WqOwner)): none may fire after the queue
+//! is gone.
+//!
+//! Newer kernels have `kernel::workqueue::DelayedWork`, a `delayed_work`
+//! embedded in the target and queued with `Queue::enqueue_delayed`; the
+//! target's `WorkItem::run` is the callback ([`Expire::expired`] here).
+//! rsiw's [`Timeout`] also cancels (giving back the reference of the
+//! pending run) and is listed for module unload, which is why its
+//! `delayed_work` lives in the C glue.
+//!
+//! Drop when the minimum kernel's `DelayedWork` can be cancelled.
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{prelude::*, sync::Arc};
 
-use super::glue;
+use crate::kif::glue;
 
 /// What a timeout calls.
 pub trait Expire: Send + Sync + Sized + 'static {
@@ -18,6 +28,12 @@ pub trait Expire: Send + Sync + Sized + 'static {
 }
 
 /// A one-shot timeout for a `T` (the owner keeps the `Timeout` inside `T`).
+///
+/// # Invariants
+///
+/// `d` is a work item from `rsiw_dwork_new` that calls `fire::<T>` with
+/// an `Arc<T>` pointer as context, owned by this value until it drops;
+/// while the item is pending, that pointer owns a reference.
 pub struct Timeout<T: Expire> {
     d: NonNull<kernel::ffi::c_void>,
     _p: PhantomData<T>,
@@ -55,7 +71,9 @@ impl<T: Expire> Timeout<T> {
         };
         // SAFETY: `d` is a fresh work item; the workqueue outlives every
         // timeout (`WqOwner` runs the pending ones before destroying it).
-        unsafe { glue::rsiw_dwork_schedule(super::wq::raw(), d.as_ptr(), ms) };
+        unsafe { glue::rsiw_dwork_schedule(super::workqueue::raw(), d.as_ptr(), ms) };
+        // INVARIANT: a fresh item for `fire::<T>`, pending with the
+        // reference `ctx` owns.
         Ok(Self { d, _p: PhantomData })
     }
 

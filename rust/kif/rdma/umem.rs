@@ -2,10 +2,10 @@
 
 //! Pinned user memory (`ib_umem`) and access to its pages.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, page::PAGE_SIZE, prelude::*};
 
-use super::glue;
+use crate::kif::glue;
 
 /// The kernel (direct map) address of a page of pinned memory.
 #[derive(Clone, Copy)]
@@ -17,6 +17,13 @@ unsafe impl Send for PageAddr {}
 unsafe impl Sync for PageAddr {}
 
 /// User memory pinned for the life of a memory region.
+///
+/// # Invariants
+///
+/// `umem` came from `ib_umem_get` and is released once, in `drop`; `pages`
+/// are the direct map addresses of its pinned pages, whose octets from
+/// `first_off` on, `len` of them, are the region (fewer pages only while
+/// `pin` builds it).
 pub struct Umem {
     umem: NonNull<bindings::ib_umem>,
     /// The user address the region was pinned at.
@@ -35,16 +42,35 @@ unsafe impl Send for Umem {}
 unsafe impl Sync for Umem {}
 
 /// Pins user memory for a registration on a given device.
-pub struct Pinner {
-    pub(crate) dev: NonNull<bindings::ib_device>,
+///
+/// # Invariants
+///
+/// `dev` is the device of the registering verb call, which lasts for `'a`.
+pub struct Pinner<'a> {
+    dev: NonNull<bindings::ib_device>,
+    _p: PhantomData<&'a bindings::ib_device>,
 }
 
-impl Pinner {
+impl<'a> Pinner<'a> {
+    /// A pinner for `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `dev` is the device of the current verb call, which lasts for `'a`.
+    pub(in crate::kif) unsafe fn from_raw(dev: NonNull<bindings::ib_device>) -> Self {
+        // INVARIANT: per the contract.
+        Self {
+            dev,
+            _p: PhantomData,
+        }
+    }
+
     /// Pins `len` octets at user address `start` with IB access `access`.
     pub fn pin(&self, start: u64, len: u64, access: u32) -> Result<Umem> {
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
-        // SAFETY: the device is live for the registering verb call; the core
-        // checks the range against the caller's address space.
+        // SAFETY: the device is live for the registering verb call (type
+        // invariant); the core checks the range against the caller's
+        // address space.
         let p = unsafe { bindings::ib_umem_get(self.dev.as_ptr(), start as _, len, access as i32) };
         // `ib_umem_get` returns a valid pointer or an `ERR_PTR`.
         let p = kernel::error::from_err_ptr(p)?;
@@ -70,6 +96,7 @@ impl Pinner {
         }
         // SAFETY: the first `n` elements were written above with the
         // (non-null) direct map addresses of the umem's pages.
+        // INVARIANT: all the pages of the region are in.
         unsafe { this.pages.set_len(n) };
         Ok(this)
     }
@@ -135,7 +162,10 @@ impl Drop for Umem {
         // SAFETY: obtained from `ib_umem_get`, released exactly once.
         unsafe {
             if glue::rsiw_in_task()
-                || glue::rsiw_umem_release_async(super::wq::raw(), self.umem.as_ptr()) != 0
+                || glue::rsiw_umem_release_async(
+                    crate::kif::compat::workqueue::raw(),
+                    self.umem.as_ptr(),
+                ) != 0
             {
                 bindings::ib_umem_release(self.umem.as_ptr());
             }

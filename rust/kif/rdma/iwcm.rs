@@ -8,9 +8,14 @@
 use core::ptr::NonNull;
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::sock::SockAddr;
+use crate::kif::sock::SockAddr;
 
 /// A counted reference to an `iw_cm_id`.
+///
+/// # Invariants
+///
+/// We own one reference on the id (taken with its `add_ref`, which the CM
+/// sets for every id), which keeps it alive.
 pub struct CmId {
     ptr: NonNull<bindings::iw_cm_id>,
 }
@@ -70,7 +75,7 @@ impl ConnParam {
     /// # Safety
     ///
     /// `p` is a valid `iw_cm_conn_param` whose private data is readable.
-    pub(crate) unsafe fn from_raw(p: *const bindings::iw_cm_conn_param) -> Result<Self> {
+    pub(in crate::kif) unsafe fn from_raw(p: *const bindings::iw_cm_conn_param) -> Result<Self> {
         // SAFETY: per the contract.
         let p = unsafe { &*p };
         let mut pdata = KVec::new();
@@ -99,7 +104,7 @@ impl CmId {
     /// # Safety
     ///
     /// `p` is a live CM id (the CM holds a reference during the call).
-    pub(crate) unsafe fn get(p: *mut bindings::iw_cm_id) -> Result<Self> {
+    pub(in crate::kif) unsafe fn get(p: *mut bindings::iw_cm_id) -> Result<Self> {
         let ptr = NonNull::new(p).ok_or(EINVAL)?;
         // SAFETY: live id; `add_ref` is set by the CM for every id.
         unsafe {
@@ -107,6 +112,7 @@ impl CmId {
                 f(p);
             }
         }
+        // INVARIANT: the reference taken just above.
         Ok(Self { ptr })
     }
 
@@ -175,7 +181,7 @@ impl CmId {
     }
 
     /// Stores `p` as the id's provider data (a listener).
-    pub fn set_provider<P: Send + Sync>(&self, p: Arc<P>) {
+    pub(in crate::kif) fn set_provider<P: Send + Sync>(&self, p: Arc<P>) {
         // SAFETY: we hold a reference; the CM does not touch provider data
         // of ids the driver set up.
         unsafe { (*self.ptr.as_ptr()).provider_data = Arc::into_raw(p).cast_mut().cast() };
@@ -188,7 +194,9 @@ impl CmId {
 /// # Safety
 ///
 /// `p` is a live id whose provider data is null or an `Arc<P>` pointer.
-pub(crate) unsafe fn take_provider<P: Send + Sync>(p: *mut bindings::iw_cm_id) -> Option<Arc<P>> {
+pub(in crate::kif) unsafe fn take_provider<P: Send + Sync>(
+    p: *mut bindings::iw_cm_id,
+) -> Option<Arc<P>> {
     // SAFETY: per the contract.
     unsafe {
         let d = (*p).provider_data;
@@ -206,6 +214,7 @@ impl Clone for CmId {
                 f(self.ptr.as_ptr());
             }
         }
+        // INVARIANT: the reference taken just above.
         Self { ptr: self.ptr }
     }
 }

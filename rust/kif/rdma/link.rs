@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An RDMA link type (`rdma link add NAME type KIND netdev DEV`) and the
+//! net device notifier that tells a driver's devices about their net
+//! devices, registered together by a [`LinkRegistration`], which also
+//! unregisters the driver's devices when it goes.
+
+use core::ptr::NonNull;
+use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque};
+
+use super::{registry::Registry, Device, Driver, RegisteredDevice};
+use crate::kif::{
+    glue,
+    net::{NetDev, NetdevEvent},
+};
+
+/// What the driver does for the link type and for net device events.
+pub trait LinkDriver: 'static {
+    /// The verbs driver whose devices this link type creates.
+    type Driver: Driver;
+    /// `rdma link add NAME type rsiw netdev DEV`: create and register a device.
+    fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result;
+    /// A net device event for a net device that carries an rsiw device.
+    fn netdev_event(dev: &RegisteredDevice<Self::Driver>, ndev: &NetDev<'_>, event: NetdevEvent);
+}
+
+/// The registered link type and net device notifier.
+///
+/// Dropping it unregisters both and then every device of the driver,
+/// waiting until the RDMA core has released each of them.
+///
+/// # Invariants
+///
+/// `link` and `notifier` are registered with the RDMA core and the net
+/// device notifier chain until the value drops; `registry` is the live
+/// registry of the driver's devices.
+#[pin_data(PinnedDrop)]
+pub struct LinkRegistration {
+    #[pin]
+    link: Opaque<bindings::rdma_link_ops>,
+    #[pin]
+    notifier: Opaque<bindings::notifier_block>,
+    registry: Pin<KBox<Registry>>,
+}
+
+// SAFETY: the C structures are only touched by their registration calls,
+// which do their own locking.
+unsafe impl Send for LinkRegistration {}
+// SAFETY: as above; `&LinkRegistration` exposes nothing.
+unsafe impl Sync for LinkRegistration {}
+
+/// RDMA core entry point `newlink_cb`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by `register_device`.
+unsafe extern "C" fn newlink_cb<T: LinkDriver>(
+    name: *const kernel::ffi::c_char,
+    ndev: *mut bindings::net_device,
+) -> kernel::ffi::c_int {
+    from_result(|| {
+        let ndev = NonNull::new(ndev).ok_or(EINVAL)?;
+        // SAFETY: the RDMA netlink code holds a reference on `ndev` and passes
+        // a NUL-terminated name for the duration of this call.
+        let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDev::from_raw(ndev)) };
+        T::newlink(name, &ndev)?;
+        Ok(0)
+    })
+}
+
+/// RDMA core entry point `notifier_cb`.
+///
+/// # Safety
+///
+/// Called by the RDMA core only, with live objects of a device registered
+/// by `register_device`.
+unsafe extern "C" fn notifier_cb<T: LinkDriver>(
+    _nb: *mut bindings::notifier_block,
+    event: kernel::ffi::c_ulong,
+    info: *mut kernel::ffi::c_void,
+) -> kernel::ffi::c_int {
+    let Some(event) = NetdevEvent::from_raw(event) else {
+        return bindings::NOTIFY_OK as _;
+    };
+    // SAFETY: netdev notifiers get a `netdev_notifier_info`; the helper
+    // returns its device, which RTNL keeps alive during the call.
+    let ndev = unsafe { glue::rsiw_netdev_notifier_dev(info) };
+    let Some(ndev) = NonNull::new(ndev) else {
+        return bindings::NOTIFY_OK as _;
+    };
+    // SAFETY: see above; the device outlives this callback.
+    let ndev = unsafe { NetDev::from_raw(ndev) };
+    if let Some(dev) = Device::<T::Driver>::get_by_netdev(&ndev) {
+        T::netdev_event(&dev, &ndev, event);
+    }
+    bindings::NOTIFY_OK as _
+}
+
+impl LinkRegistration {
+    /// Registers the RDMA link type `kind` (a static string) and the net
+    /// device notifier, both served by `T`.
+    pub fn new<T: LinkDriver>(kind: &'static CStr) -> Result<Pin<KBox<Self>>> {
+        let registry = Registry::new()?;
+        let this = KBox::pin_init(
+            try_pin_init!(Self {
+                link <- Opaque::ffi_init(|p: *mut bindings::rdma_link_ops| {
+                    // SAFETY: `p` is valid for writes of a `rdma_link_ops`.
+                    unsafe {
+                        p.write(bindings::rdma_link_ops {
+                            type_: kind.as_char_ptr(),
+                            newlink: Some(newlink_cb::<T>),
+                            ..Default::default()
+                        })
+                    }
+                }),
+                notifier <- Opaque::ffi_init(|p: *mut bindings::notifier_block| {
+                    // SAFETY: `p` is valid for writes of a `notifier_block`.
+                    unsafe {
+                        p.write(bindings::notifier_block {
+                            notifier_call: Some(notifier_cb::<T>),
+                            ..Default::default()
+                        })
+                    }
+                }),
+                registry,
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the notifier block is pinned in `this` and unregistered in
+        // `drop` before it is freed.
+        kernel::error::to_result(unsafe {
+            bindings::register_netdevice_notifier(this.notifier.get())
+        })?;
+        // SAFETY: as above for the link ops; `kind` is static.
+        unsafe { bindings::rdma_link_register(this.link.get()) };
+        Ok(this)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for LinkRegistration {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: both were registered in `new` and are still pinned here.
+        unsafe {
+            bindings::rdma_link_unregister(self.link.get());
+            bindings::unregister_netdevice_notifier(self.notifier.get());
+        }
+        self.registry.unregister_all();
+    }
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The registry of a module's RDMA devices: module unload unregisters the
+//! devices the user did not delete and waits until the RDMA core released
+//! all of them.
+
+use core::{
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
+use kernel::{
+    bindings, new_condvar, new_mutex,
+    prelude::*,
+    sync::{CondVar, Mutex},
+};
+
+use crate::kif::glue;
+
+/// A device in the [`Registry`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct DevPtr(NonNull<bindings::ib_device>);
+
+// SAFETY: only used as an identity and, with a reference taken, passed to
+// the RDMA core, which is thread safe.
+unsafe impl Send for DevPtr {}
+
+/// The registry of this module's devices, so that unload can unregister
+/// the ones the user did not delete.
+///
+/// # Invariants
+///
+/// A device is in `devs` from before its registration until its
+/// `dealloc_driver` (or its failed registration): while it is there, its
+/// `ib_device` is allocated.
+#[pin_data]
+pub(super) struct Registry {
+    #[pin]
+    devs: Mutex<KVec<DevPtr>>,
+    #[pin]
+    emptied: CondVar,
+}
+
+/// The live registry; set while the link type is registered.
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
+
+impl Registry {
+    /// Creates the registry and publishes it for the device callbacks.
+    pub(super) fn new() -> Result<Pin<KBox<Self>>> {
+        let reg = KBox::pin_init(
+            pin_init!(Self {
+                devs <- new_mutex!(KVec::new()),
+                emptied <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )?;
+        REGISTRY.store(ptr::from_ref(&*reg).cast_mut(), Ordering::Release);
+        Ok(reg)
+    }
+
+    pub(super) fn get() -> Option<&'static Self> {
+        let p = REGISTRY.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is the pinned registry, which
+        // `unregister_all` unpublishes only after every device is gone, and
+        // no device callback or link callback runs after that.
+        unsafe { p.as_ref() }
+    }
+
+    /// Adds a device about to be registered.
+    pub(super) fn add(&self, ib: NonNull<bindings::ib_device>) -> Result {
+        self.devs.lock().push(DevPtr(ib), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes a device that is about to be freed.
+    pub(super) fn remove(&self, ib: NonNull<bindings::ib_device>) {
+        let d = DevPtr(ib);
+        let mut devs = self.devs.lock();
+        if let Some(i) = devs.iter().position(|x| *x == d) {
+            let last = devs.len() - 1;
+            devs.as_mut_slice().swap(i, last);
+            // SAFETY: `last < len` and `DevPtr` is `Copy`, so shortening by
+            // one leaks nothing.
+            unsafe { devs.set_len(last) };
+        }
+        if devs.is_empty() {
+            self.emptied.notify_all();
+        }
+    }
+
+    /// Unregisters every device left and waits until the RDMA core released
+    /// all of them (also those another path is unregistering right now).
+    pub(super) fn unregister_all(&self) {
+        loop {
+            let next = {
+                let devs = self.devs.lock();
+                devs.iter().copied().find(|d| {
+                    // SAFETY: a registered device stays allocated while it is
+                    // in the registry (removed in `dealloc_driver`, under this
+                    // lock); try_get fails once unregistration began.
+                    unsafe { glue::rsiw_ib_device_try_get(d.0.as_ptr()) }
+                })
+            };
+            match next {
+                // SAFETY: we own the reference taken by try_get above.
+                Some(d) => unsafe { bindings::ib_unregister_device_and_put(d.0.as_ptr()) },
+                None => break,
+            }
+        }
+        let mut devs = self.devs.lock();
+        while !devs.is_empty() {
+            self.emptied.wait(&mut devs);
+        }
+        drop(devs);
+        REGISTRY.store(ptr::null_mut(), Ordering::Release);
+    }
+}
