@@ -13,7 +13,7 @@
 //! A QP's locks, in the order they nest (a lock is taken only while
 //! holding locks above it in this list, never one below it):
 //!
-//! 1. The connection endpoint's `Cep::st` (mutex, in `cm`): the MPA
+//! 1. The connection endpoint's `Cep::phase` (mutex, in `cm`): the MPA
 //!    exchange moves the QP to RTS and starts its engines under it (so
 //!    `inner`, `conn`, `tx`, `rx`, `orq` and `irq` are taken under it).
 //! 2. [`Qp::tx`] (mutex): the transmit engine. Held while it sends (TCP
@@ -348,7 +348,7 @@ impl Qp {
     /// Moves a QP that was never connected to RTS with the negotiated
     /// `ird` and `ord` (the connection manager, before it hands the QP
     /// its connection); `EINVAL` in any other state.
-    pub fn enter_rts(&self, ird: u32, ord: u32) -> Result {
+    pub(crate) fn enter_rts(&self, ird: u32, ord: u32) -> Result {
         let mut inner = self.inner.lock();
         machine::connect(inner.state).map_err(|_| EINVAL)?;
         inner.ird = ird;
@@ -360,7 +360,7 @@ impl Qp {
     /// Moves a connected QP (RTS or Closing) to Terminate: an error
     /// TERMINATEs the stream, nothing else is sent any more. `false` when
     /// the QP is not connected (no TERMINATE is sent).
-    pub fn enter_terminate(&self) -> bool {
+    pub(crate) fn enter_terminate(&self) -> bool {
         let mut inner = self.inner.lock();
         if !machine::can_terminate(inner.state) {
             return false;
@@ -376,7 +376,7 @@ impl Qp {
     }
 
     /// Sets the state; `inner` is the locked [`Qp::inner`].
-    pub fn put_state(&self, inner: &mut QpInner, s: QpState) {
+    fn put_state(&self, inner: &mut QpInner, s: QpState) {
         inner.state = s;
         self.state_now.store(s as u8, Ordering::Release);
     }

@@ -11,7 +11,7 @@ use kernel::{prelude::*, sync::Arc};
 use crate::base::stats::Counter;
 use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::Socket;
-use crate::qp::{Conn, Qp, QpState};
+use crate::qp::{Conn, Qp};
 use crate::wire::mpa::mulpdu;
 
 use super::Cep;
@@ -82,15 +82,7 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
         },
         GFP_KERNEL,
     )?;
-    {
-        let mut inner = qp.inner.lock();
-        if inner.state != QpState::Idle && inner.state != QpState::Rtr {
-            return Err(EINVAL);
-        }
-        inner.ird = t.ird;
-        inner.ord = t.ord;
-        qp.put_state(&mut inner, QpState::Rts);
-    }
+    qp.enter_rts(t.ird, t.ord)?;
     qp.stats.inc(Counter::ConnectionsEstablished);
     *qp.conn.lock() = Some(conn.clone());
     conn.sock.attach(qp.clone())?;

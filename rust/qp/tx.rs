@@ -141,12 +141,8 @@ pub(super) fn queue_terminate(
     offending: Option<&[u8]>,
     ddp_seg_len: u16,
 ) -> bool {
-    {
-        let mut inner = qp.inner.lock();
-        match inner.state {
-            QpState::Rts | QpState::Closing => qp.put_state(&mut inner, QpState::Terminate),
-            _ => return false,
-        }
+    if !qp.enter_terminate() {
+        return false;
     }
     let mut t = TermMsg {
         buf: [0; TERM_MAX],
