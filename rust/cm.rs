@@ -68,6 +68,8 @@ pub struct Cep {
     close_req: AtomicBool,
     /// The peer's RTR arrived (peer-to-peer responder).
     rtr_seen: AtomicBool,
+    /// The MPA timeout fired: the work item fails the exchange.
+    timed_out: AtomicBool,
     #[pin]
     work: Work<Cep>,
 }
@@ -104,6 +106,7 @@ impl Cep {
                 closing: AtomicBool::new(false),
                 close_req: AtomicBool::new(false),
                 rtr_seen: AtomicBool::new(false),
+                timed_out: AtomicBool::new(false),
                 work <- new_work!("rsiw::cep"),
             }),
             GFP_KERNEL,
@@ -131,7 +134,14 @@ impl Cep {
     fn process(self: &Arc<Self>) {
         let mut phase = self.phase.lock();
         match &*phase {
-            Phase::AwaitRequest(_) | Phase::AwaitReply(_) => phase.read_mpa(self),
+            Phase::AwaitRequest(_) | Phase::AwaitReply(_) => {
+                if self.timed_out.load(Ordering::Acquire) {
+                    pr_debug!("MPA exchange timed out\n");
+                    phase.fail(crate::kif::compat::error::etimedout());
+                } else {
+                    phase.read_mpa(self);
+                }
+            }
             Phase::AwaitAccept(_) => phase.drop_if_peer_gone(),
             Phase::Rdma(_) if self.close_req.load(Ordering::Acquire) => {
                 drop(phase);
@@ -212,11 +222,11 @@ impl Endpoint for Cep {
 }
 
 impl Expire for Cep {
+    /// Leaves the failing of the exchange to the work item: the timeout
+    /// is dropped (and its run waited for) under the endpoint's lock, so
+    /// its run must not take that lock.
     fn expired(this: Arc<Self>) {
-        let mut phase = this.phase.lock();
-        if phase.exchange().is_some() {
-            pr_debug!("MPA exchange timed out\n");
-            phase.fail(crate::kif::compat::error::etimedout());
-        }
+        this.timed_out.store(true, Ordering::Release);
+        this.kick();
     }
 }

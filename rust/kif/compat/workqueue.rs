@@ -70,6 +70,10 @@ impl Drop for WqOwner {
         // runs now, not after the queue and the module's code are gone.
         // SAFETY: our live queue, not called from it; process context.
         unsafe { glue::rsiw_dwork_expire_all(self.0.as_ptr()) };
+        // What those runs queued (a connection endpoint's work, which
+        // fails its exchange) runs now too, before the drop queue goes.
+        // SAFETY: our live queue, not called from it.
+        unsafe { bindings::drain_workqueue(self.0.as_ptr()) };
         // Nothing enqueues after this. Drops still waiting for their grace
         // period run first.
         // SAFETY: our live drop queue, not called from it.
