@@ -123,7 +123,7 @@ pub struct QpInner {
     pub ord: u32,
     /// The Send or Write being transmitted (its slot is back in the SQ):
     /// whoever takes it completes it (the transmit work when the last
-    /// octet went to TCP, [`tx::flush_orq`] when the QP goes to
+    /// octet went to TCP, `tx::flush_orq` when the QP goes to
     /// error).
     pub active: Option<WrRef>,
 }

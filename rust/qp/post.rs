@@ -92,7 +92,7 @@ fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
             sqe.raddr = crate::kif::rdma::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
             sqe.rkey = key;
             sqe.access = (acc & access::IWARP_MASK) as u64;
-            // The region as the request sees it (see `tx::reg_mr`). In
+            // The region as the request sees it (see `tx::sq::reg_mr`). In
             // `siw_sqe`, `access` shares its union with sge[0]: the values
             // go into sge[1].
             sqe.sge[1].addr = iova;

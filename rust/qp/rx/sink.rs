@@ -218,7 +218,7 @@ impl Sink<'_> {
             return Ok(());
         }
         // The QP's access flags are not enforced (as in siw): see
-        // `tx::read_response_job`.
+        // `tx::read::response_job`.
         let mem = lookup_stag(&self.qp.mem_xa, t.stag, &mut self.c.stags)
             .ok_or(DdpError::TaggedInvalidStag)?;
         check_mem(

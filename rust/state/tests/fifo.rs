@@ -49,7 +49,7 @@ fn head_is_the_oldest_and_changes_in_place() {
 #[test]
 fn wraps_around_many_times() {
     let mut f: Ring<usize> = Fifo::with_capacity(5).unwrap();
-    for i in 0..1000 {
+    for i in 0..if cfg!(miri) { 100 } else { 1000 } {
         f.push(i).unwrap();
         if i >= 3 {
             assert_eq!(f.pop(), Some(i - 3));
@@ -94,11 +94,15 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Operations per case: fewer under Miri, which interprets every one.
+const MAX_OPS: usize = if cfg!(miri) { 40 } else { 200 };
+
 proptest! {
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
     /// Any sequence of pushes, pops and head updates gives what a
     /// `VecDeque` that refuses entries beyond the capacity gives.
     #[test]
-    fn matches_a_bounded_vecdeque(cap in 0usize..9, ops in prop::collection::vec(op(), 0..200)) {
+    fn matches_a_bounded_vecdeque(cap in 0usize..9, ops in prop::collection::vec(op(), 0..MAX_OPS)) {
         let mut f: Ring<u16> = Fifo::with_capacity(cap).unwrap();
         let mut m: VecDeque<u16> = VecDeque::new();
         for o in ops {

@@ -250,6 +250,7 @@ impl Model {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
     /// Over any sequence of events the invariants hold: RTS only with a
     /// connection, queued sends flushed by the end of the connection at
     /// the latest, nothing queued in Error, Error left only by a reset.
