@@ -22,8 +22,8 @@ pub const BATCH_BUDGET: u32 = 64 * 1024;
 /// The same towards a peer that takes large FPDUs: two full FPDUs of
 /// [`LARGE_FPDU_PAYLOAD`] with their headers, PAD and CRC.
 pub const LARGE_BATCH_BUDGET: u32 = 2 * (LARGE_FPDU_PAYLOAD + 64);
-/// Payload cap per FPDU with markers, so that one FPDU's pieces always
-/// fit one send call (each marker may split the payload).
+/// Payload cap per FPDU with markers (each marker may split the payload);
+/// the planner lowers it further where a message's buffers need it.
 pub const MARKER_FPDU_PAYLOAD: u32 = 8 * MARKER_PAYLOAD_SPAN;
 
 /// What sizes the FPDUs and send calls of one direction of a connection,
@@ -93,6 +93,36 @@ impl CallCaps {
     fn fpdu_pieces(&self, payload: u32, markers: u32, sges: usize) -> usize {
         4 + 2 * markers as usize + (payload as usize >> self.payload_shift) + 2 * sges
     }
+
+    /// The largest payload, at most `max`, of an FPDU whose worst case
+    /// fits an empty call whatever the stream offset: a batch always
+    /// starts, however many buffers the message has and however the
+    /// markers fall.
+    fn payload_alone(&self, max: u32, hdr_len: usize, sges: usize, markers: bool) -> u32 {
+        let mut p = max.max(1);
+        loop {
+            let m = if markers {
+                worst_markers(hdr_len, p)
+            } else {
+                0
+            };
+            let fits = self.fpdu_pieces(p, m, sges) <= self.pieces
+                && fpdu_scratch(hdr_len, m) <= self.scratch;
+            if fits || p == 1 {
+                return p;
+            }
+            p = p.saturating_sub(MARKER_PAYLOAD_SPAN).max(1);
+        }
+    }
+}
+
+/// The most markers an FPDU with a `hdr_len` octet header and `payload`
+/// octets of payload can hold, at the worst stream offset (a marker right
+/// where it starts).
+fn worst_markers(hdr_len: usize, payload: u32) -> u32 {
+    // As `markers::markers_in_fpdu` with no octets before the first one.
+    let content = 2 + hdr_len as u32 + payload + 3 + 4;
+    1 + (content - 1) / MARKER_PAYLOAD_SPAN
 }
 
 /// Scratch octets an FPDU with a `hdr_len` octet header and `markers`
@@ -198,7 +228,12 @@ impl TxPos {
             batch: TxBatch::new(limits.mode, self.off, limits.budget()),
             seg: self.seg,
             hdr_len,
-            max_payload: limits.max_payload(hdr_len),
+            max_payload: caps.payload_alone(
+                limits.max_payload(hdr_len),
+                hdr_len,
+                sges.max(1),
+                limits.mode.markers,
+            ),
             whole: limits.large_fpdu,
             sges: sges.max(1),
             caps,

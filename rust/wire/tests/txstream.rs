@@ -68,7 +68,8 @@ fn msg_strategy() -> impl Strategy<Value = Msg> {
     (
         any::<bool>(),
         prop_oneof![0u32..200, 200u32..MAX_LEN / 3, MAX_LEN * 6 / 7..MAX_LEN],
-        prop::collection::vec((0u32..4096, 1u32..100), 1..4),
+        // Up to SIW_MAX_SGE buffers.
+        prop::collection::vec((0u32..4096, 1u32..100), 1..=6),
     )
         .prop_map(|(tagged, len, raw)| {
             // Buffer lengths in proportion to the random weights.
@@ -302,6 +303,38 @@ proptest! {
                 prop_assert_eq!(u.msn, i as u32 + 1);
             }
             prop_assert!(data == &m.payload(i), "message {} differs", i);
+        }
+    }
+}
+
+/// A batch always starts: the first FPDU of a message from six buffers,
+/// with markers and the kernel's 32 pieces, fits an empty call at every
+/// stream offset (it once asked for 34 pieces, and the send failed).
+#[test]
+fn first_fpdu_fits_an_empty_call_with_markers_and_six_buffers() {
+    let mode = MpaMode {
+        markers: true,
+        crc: true,
+    };
+    let caps = CallCaps {
+        pieces: 32,
+        scratch: 2048,
+        payload_shift: 12,
+    };
+    for emss in [1460, 9000, 65_535] {
+        let lim = TxLimits {
+            mode,
+            mulpdu: mpa::mulpdu(emss, true),
+            large_fpdu: false,
+        };
+        for off in 0..512 {
+            let mut pos = TxPos::new(off);
+            pos.begin(64 * 1024);
+            let mut p = pos.planner(&lim, 14, 6, caps);
+            assert!(
+                p.next_fpdu(0, 0).is_some(),
+                "EMSS {emss}, stream offset {off}"
+            );
         }
     }
 }
