@@ -102,7 +102,7 @@ impl Cep {
     fn new(phase: Phase) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                phase <- new_mutex!(phase),
+                phase <- new_mutex!(phase, "rsiw::Cep::phase"),
                 closing: AtomicBool::new(false),
                 close_req: AtomicBool::new(false),
                 rtr_seen: AtomicBool::new(false),

@@ -236,11 +236,14 @@ pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Resul
     }
     let pages = KVec::from_elem(0u64, max as usize, GFP_KERNEL)?;
     let pbl = KBox::pin_init(
-        crate::new_spinlock_irq!(Pbl {
-            pages,
-            n: 0,
-            page_size: 0
-        }),
+        crate::new_spinlock_irq!(
+            Pbl {
+                pages,
+                n: 0,
+                page_size: 0
+            },
+            "rsiw::Mr::pbl"
+        ),
         GFP_KERNEL,
     )?;
     let mem = add_mem(table, pd, 0, 0, 0, MemKind::Pbl(pbl), false)?;

@@ -106,26 +106,26 @@ fn ib_state(s: VerbsState) -> IbQpState {
 }
 
 /// Mutable QP state, under [`Qp::inner`].
-pub struct QpInner {
+pub(crate) struct QpInner {
     /// Protocol state.
-    pub state: QpState,
+    state: QpState,
     /// Next SQ slot a kernel post fills.
-    pub sq_put: u32,
+    sq_put: u32,
     /// Next SQ slot the transmit side takes.
-    pub sq_get: u32,
+    sq_get: u32,
     /// Next RQ slot a kernel post fills.
-    pub rq_put: u32,
+    rq_put: u32,
     /// RDMA access the peer is granted (IB access flags).
-    pub access: u32,
+    access: u32,
     /// Inbound RDMA Reads (IRD).
-    pub ird: u32,
+    ird: u32,
     /// Outbound RDMA Reads (ORD).
-    pub ord: u32,
+    ord: u32,
     /// The Send or Write being transmitted (its slot is back in the SQ):
     /// whoever takes it completes it (the transmit work when the last
     /// octet went to TCP, `tx::flush_orq` when the QP goes to
     /// error).
-    pub active: Option<WrRef>,
+    active: Option<WrRef>,
 }
 
 /// What a QP's connection needs of the connection manager's endpoint
@@ -197,32 +197,32 @@ pub struct Qp {
     /// QP number (set once, right after creation).
     id: AtomicU32,
     /// Owning protection domain.
-    pub pd_id: u32,
+    pd_id: u32,
     /// Send completion queue.
-    pub scq: Arc<Cq>,
+    scq: Arc<Cq>,
     /// Receive completion queue.
-    pub rcq: Option<Arc<Cq>>,
+    rcq: Option<Arc<Cq>>,
     /// Shared receive queue.
-    pub srq: Option<Arc<Srq>>,
+    srq: Option<Arc<Srq>>,
     /// Send queue ring.
-    pub sq: Ring<Sqe>,
+    sq: Ring<Sqe>,
     /// Receive queue ring (none with an SRQ).
-    pub rq: Option<Ring<Rqe>>,
+    rq: Option<Ring<Rqe>>,
     /// Created by a kernel consumer.
-    pub kernel: bool,
+    kernel: bool,
     /// Every send work request completes.
-    pub sig_all: bool,
+    sig_all: bool,
     /// Sizes.
-    pub caps: QpCaps,
+    caps: QpCaps,
     /// The device's memory objects by STag index (data path lookups).
-    pub mem_xa: mem::Table,
+    mem_xa: mem::Table,
     /// The device's counters.
-    pub stats: Arc<Stats>,
+    stats: Arc<Stats>,
     /// The core QP (events, kernel completion token).
-    pub handle: QpHandle,
+    handle: QpHandle,
     /// Mutable state (lock `rsiw::Qp::inner`).
     #[pin]
-    pub inner: SpinLockIrq<QpInner>,
+    inner: SpinLockIrq<QpInner>,
     /// `inner.state`, readable without the lock (the data path looks at
     /// the state on every message); written only together with it, see
     /// [`Qp::put_state`].
@@ -233,44 +233,44 @@ pub struct Qp {
     /// The connection, while in RTS (and until teardown; lock
     /// `rsiw::Qp::conn`).
     #[pin]
-    pub conn: SpinLockIrq<Option<Arc<Conn>>>,
+    conn: SpinLockIrq<Option<Arc<Conn>>>,
     /// Receive side state (deframer, message in progress; lock
     /// `rsiw::Qp::rx`).
     #[pin]
-    pub rx: SpinLockIrq<RxState>,
+    rx: SpinLockIrq<RxState>,
     /// Receiving has started (`rx` has its deframer): the socket upcall
     /// may take data out of TCP.
-    pub rx_ready: AtomicBool,
+    rx_ready: AtomicBool,
     /// Set after a Read Request or a TERMINATE was queued in `irq`: the
     /// transmit function takes the `irq` lock only when it is set (it
     /// looks for work once or twice per message).
-    pub irq_hint: AtomicBool,
+    irq_hint: AtomicBool,
     /// The TCP connection closed: the transmit function (process context)
     /// reports it to the connection manager.
-    pub llp_closed: AtomicBool,
+    llp_closed: AtomicBool,
     /// The last message went out while earlier data was still
     /// unacknowledged by TCP.
-    pub tx_streaming: AtomicBool,
+    tx_streaming: AtomicBool,
     /// Octets arrived since the last doorbell (set before they are placed).
-    pub rx_seen: AtomicBool,
+    rx_seen: AtomicBool,
     /// Nothing may be sent yet: a client-server responder waits for the
     /// initiator's first FPDU ([`Conn::hold_tx`]); set by the receive
     /// side's start, cleared when that FPDU was received.
-    pub tx_held: AtomicBool,
+    tx_held: AtomicBool,
     /// The connection uses CRC: the receive side verifies each FPDU
     /// before it places it (set by its start, read without its lock).
-    pub rx_verify: AtomicBool,
+    rx_verify: AtomicBool,
     /// Transmit side state (work request in progress; lock
     /// `rsiw::Qp::tx`).
     #[pin]
-    pub tx: Mutex<TxState>,
+    tx: Mutex<TxState>,
     /// Outbound RDMA Reads awaiting their response (ORD; lock
     /// `rsiw::Qp::orq`).
     #[pin]
-    pub orq: SpinLockIrq<Orq>,
+    orq: SpinLockIrq<Orq>,
     /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::irq`).
     #[pin]
-    pub irq: SpinLockIrq<Irq>,
+    irq: SpinLockIrq<Irq>,
     /// The transmit work item.
     #[pin]
     tx_work: Work<Qp>,
@@ -346,9 +346,9 @@ impl Qp {
     }
 
     /// Moves a QP that was never connected to RTS with the negotiated
-    /// `ird` and `ord` (the connection manager, before it hands the QP
-    /// its connection); `EINVAL` in any other state.
-    pub(crate) fn enter_rts(&self, ird: u32, ord: u32) -> Result {
+    /// `ird` and `ord` (see [`Qp::start_rdma`]); `EINVAL` in any other
+    /// state.
+    fn enter_rts(&self, ird: u32, ord: u32) -> Result {
         let mut inner = self.inner.lock();
         machine::connect(inner.state).map_err(|_| EINVAL)?;
         inner.ird = ird;
@@ -488,7 +488,7 @@ impl Qp {
         loop {
             // The consumer index is the receive side's (see
             // `rx::RxState`).
-            let Some(rqe) = rq.take(&mut self.rx.lock().rq_get) else {
+            let Some(rqe) = self.rx.lock().take_rqe(rq) else {
                 break;
             };
             if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
@@ -521,6 +521,24 @@ impl Qp {
         }
     }
 
+    /// The core QP (events, kernel completion token).
+    pub fn handle(&self) -> &QpHandle {
+        &self.handle
+    }
+
+    /// Starts RDMA mode on `conn`, the connection the MPA exchange settled
+    /// (IRD `ird`, ORD `ord`): the QP goes to RTS, takes the socket's
+    /// upcalls and starts receiving and sending.
+    pub(crate) fn start_rdma(self: &Arc<Self>, conn: Arc<Conn>, ird: u32, ord: u32) -> Result {
+        self.enter_rts(ird, ord)?;
+        self.stats.inc(Counter::ConnectionsEstablished);
+        *self.conn.lock() = Some(conn.clone());
+        conn.sock.attach(self.clone())?;
+        rx::start(self)?;
+        self.schedule_tx();
+        Ok(())
+    }
+
     /// The connection, if the QP has one.
     pub fn conn(&self) -> Option<Arc<Conn>> {
         self.conn.lock().clone()
@@ -533,7 +551,7 @@ impl Qp {
         // work closes the connection itself once it is sent).
         tx::run(self);
         let c = self.conn.lock().take();
-        let tc = self.tx.lock().conn.take();
+        let tc = self.tx.lock().take_conn();
         drop(tc);
         if let Some(c) = c {
             c.sock.detach();

@@ -68,14 +68,17 @@ impl Srq {
                 ring,
                 max_sge: at.max_sge,
                 kernel: !user,
-                st <- crate::new_spinlock_irq!(SrqState {
-                    put: 0,
-                    get: 0,
-                    limit: at.limit,
-                    armed: at.limit != 0,
-                }),
+                st <- crate::new_spinlock_irq!(
+                    SrqState {
+                        put: 0,
+                        get: 0,
+                        limit: at.limit,
+                        armed: at.limit != 0,
+                    },
+                    "rsiw::Srq::st"
+                ),
                 handle: a.handle.clone(),
-                mapping <- new_mutex!(mapping),
+                mapping <- new_mutex!(mapping, "rsiw::Srq::mapping"),
                 _quota: quota,
             }),
             GFP_KERNEL,

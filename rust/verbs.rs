@@ -243,7 +243,7 @@ impl Driver for Rsiw {
     }
 
     fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
-        dev.qp_xa.get(qpn).map(|q| q.handle.clone())
+        dev.qp_xa.get(qpn).map(|q| q.handle().clone())
     }
 
     fn read_stats(dev: &Device<Self>, _port: u32, out: &mut [u64]) {

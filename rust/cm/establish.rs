@@ -8,7 +8,6 @@
 use core::sync::atomic::AtomicBool;
 use kernel::{prelude::*, sync::Arc};
 
-use crate::base::stats::Counter;
 use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::Socket;
 use crate::qp::{Conn, Qp};
@@ -82,11 +81,5 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
         },
         GFP_KERNEL,
     )?;
-    qp.enter_rts(t.ird, t.ord)?;
-    qp.stats.inc(Counter::ConnectionsEstablished);
-    *qp.conn.lock() = Some(conn.clone());
-    conn.sock.attach(qp.clone())?;
-    crate::qp::rx::start(qp)?;
-    qp.schedule_tx();
-    Ok(())
+    qp.start_rdma(conn, t.ird, t.ord)
 }

@@ -150,6 +150,11 @@ impl QpHandle {
         self.1
     }
 
+    /// The core QP, unless its destroy entry point has begun to free it.
+    pub(in crate::kif) fn live(&self) -> Option<NonNull<bindings::ib_qp>> {
+        self.0.with(|p| p)
+    }
+
     /// Delivers an asynchronous event to the consumer.
     pub fn event(&self, e: QpEvent) {
         let event = match e {

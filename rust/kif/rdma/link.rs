@@ -114,28 +114,42 @@ impl LinkRegistration {
                         })
                     }
                 }),
-                notifier <- Opaque::ffi_init(|p: *mut bindings::notifier_block| {
-                    // SAFETY: `p` is valid for writes of a `notifier_block`.
-                    unsafe {
-                        p.write(bindings::notifier_block {
-                            notifier_call: Some(notifier_cb::<T>),
-                            ..Default::default()
-                        })
-                    }
-                }),
+                // Registered as it is initialized, in place: when it fails,
+                // `this` is never made and `drop` does not unregister what
+                // was not registered.
+                notifier <- register_notifier::<T>(),
                 registry,
             }? Error),
             GFP_KERNEL,
         )?;
-        // SAFETY: the notifier block is pinned in `this` and unregistered in
-        // `drop` before it is freed.
-        kernel::error::to_result(unsafe {
-            bindings::register_netdevice_notifier(this.notifier.get())
-        })?;
-        // SAFETY: as above for the link ops; `kind` is static.
+        // SAFETY: the link ops are pinned in `this` and unregistered in
+        // `drop` before they are freed; `kind` is static.
         unsafe { bindings::rdma_link_register(this.link.get()) };
         Ok(this)
     }
+}
+
+/// Initializes a notifier block calling `notifier_cb::<T>` in place and
+/// registers it on the net device notifier chain; fails, with nothing
+/// registered, if the registration does.
+fn register_notifier<T: LinkDriver>() -> impl PinInit<Opaque<bindings::notifier_block>, Error> {
+    let init = move |slot: *mut Opaque<bindings::notifier_block>| {
+        let p = Opaque::raw_get(slot);
+        // SAFETY: `slot` is valid for writes and pinned (the contract of a
+        // `PinInit`); `Opaque` is transparent over the notifier block.
+        unsafe {
+            p.write(bindings::notifier_block {
+                notifier_call: Some(notifier_cb::<T>),
+                ..Default::default()
+            })
+        };
+        // SAFETY: `p` is initialized and pinned; the owner unregisters it
+        // before it is freed (`LinkRegistration`'s invariant).
+        kernel::error::to_result(unsafe { bindings::register_netdevice_notifier(p) })
+    };
+    // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
+    // holds a plain C structure that needs no drop and was not registered.
+    unsafe { kernel::init::pin_init_from_closure(init) }
 }
 
 #[pinned_drop]

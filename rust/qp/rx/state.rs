@@ -12,7 +12,11 @@ use kernel::prelude::*;
 use super::actions::Actions;
 use super::msg::RecvCompletion;
 use super::sink::RxCtx;
-use crate::kif::{crc::KernelCrc32c, sock::SockRx};
+use crate::kif::{
+    crc::KernelCrc32c,
+    siw::{Ring, Rqe},
+    sock::SockRx,
+};
 use crate::qp::{Qp, QpState};
 use crate::wire::rx::{Deframer, MpaOnlySink, RxConfig};
 
@@ -29,7 +33,7 @@ pub struct RxState {
     /// is its only consumer besides the flush ([`Qp::flush_rq`]), so it is
     /// kept under this lock rather than the QP's: a Send takes its RQE
     /// without another lock (as siw does).
-    pub(in crate::qp) rq_get: u32,
+    rq_get: u32,
 }
 
 impl RxState {
@@ -120,6 +124,12 @@ impl RxState {
             self.c.forget_header();
             self.c.fail(d.rejected_header(), act, e);
         }
+    }
+
+    /// Takes the next element of the QP's own receive queue `rq`, whose
+    /// consumer index is the receive side's (the QP flushes its RQ).
+    pub(in crate::qp) fn take_rqe(&mut self, rq: &Ring<Rqe>) -> Option<Rqe> {
+        rq.take(&mut self.rq_get)
     }
 
     /// Ends the receive in progress (the QP is going to error).

@@ -42,7 +42,7 @@ pub struct TxState {
     /// [`Qp::drop_conn`](crate::qp::Qp::drop_conn) takes it: nothing is
     /// sent any more), kept here so that the transmit function need not
     /// take the QP's connection lock per message.
-    pub(in crate::qp) conn: Option<Arc<Conn>>,
+    conn: Option<Arc<Conn>>,
     /// The last STag looked up for transmission.
     stags: StagCache,
     scratch: [u8; SCRATCH],
@@ -94,6 +94,12 @@ impl TxState {
     /// The connection sent on, once started and until taken.
     pub(super) fn conn(&self) -> Option<&Conn> {
         self.conn.as_deref()
+    }
+
+    /// Takes the connection away (the QP drops it): nothing is sent on it
+    /// any more.
+    pub(in crate::qp) fn take_conn(&mut self) -> Option<Arc<Conn>> {
+        self.conn.take()
     }
 
     /// Whether no batch is partly taken by TCP: a message may be

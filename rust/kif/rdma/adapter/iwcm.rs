@@ -2,7 +2,7 @@
 
 //! Entry points of the iWARP connection manager.
 
-use core::ptr;
+use core::ptr::{self, NonNull};
 use kernel::{bindings, error::from_result, prelude::*};
 
 use super::Adapter;
@@ -127,9 +127,10 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_qp {
         // SAFETY: live device.
         let dev = unsafe { Device::<T>::from_raw(ib) };
-        T::iw_get_qp(dev, qpn as u32).map_or(ptr::null_mut(), |h| {
-            h.token() as usize as *mut bindings::ib_qp
-        })
+        // Not a QP whose destroy has begun (the handle is revoked there).
+        T::iw_get_qp(dev, qpn as u32)
+            .and_then(|h| h.live())
+            .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     /// `iw_add_ref`: the CM keeps a QP of a connection.
