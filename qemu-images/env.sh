@@ -17,16 +17,13 @@ kflavour_llvm() {
 	esac
 }
 
-# Extra kernel command line of a flavour. The debug kernel interprets ACPI
-# so slowly under TCG that PCI interrupt routing (_PRT) hits ACPICA's 30 s
-# loop timeout once per device; routing without ACPI avoids that. With
-# 5-level paging (TCG's -cpu max has LA57) KASAN reports a wild access in
-# an interrupt taken during early boot, and its first report switches off
-# all later ones: no5lvl, and kasan_multi_shot so that no report hides
-# another.
+# Extra kernel command line of a flavour. With 5-level paging (TCG's -cpu
+# max has LA57) KASAN reports a wild access in an interrupt taken during
+# early boot, and its first report switches off all later ones: no5lvl,
+# and kasan_multi_shot so that no report hides another.
 kflavour_append() {
 	case "$1" in
-	debug) echo "acpi=noirq no5lvl kasan_multi_shot" ;;
+	debug) echo "no5lvl kasan_multi_shot" ;;
 	*) echo "" ;;
 	esac
 }
