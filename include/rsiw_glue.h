@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * rsiw C glue: out-of-line wrappers for the static inline kernel helpers the
- * Rust kernel interface layer (rust/kif) needs.  Nothing else lives here.
+ * Rust kernel interface layer (rust/kif) needs, and the wrappers of rsiw's
+ * tracepoints (rsiw_trace.c).  Nothing else lives here.
  */
 #ifndef RSIW_GLUE_H
 #define RSIW_GLUE_H
@@ -76,5 +77,25 @@ u8 rsiw_mpa_rev(void);
 bool rsiw_mpa_markers_wanted(void);
 bool rsiw_mpa_large_fpdu(void);
 bool rsiw_mpa_responder_waits(void);
+
+struct nlattr *rsiw_res_driver_begin(struct sk_buff *msg);
+void rsiw_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool ok);
+
+/* Driver attributes of the IB device in sysfs (rsiw_glue.c) */
+typedef int rsiw_attr_show_t(struct ib_device *ibdev, unsigned int idx, u32 *val);
+typedef int rsiw_attr_store_t(struct ib_device *ibdev, unsigned int idx, u32 val);
+const struct attribute_group *rsiw_attrs_init(const char *const *names,
+					      unsigned int n,
+					      rsiw_attr_show_t *show,
+					      rsiw_attr_store_t *store);
+
+/* rsiw_trace.c: the tracepoints of rsiw_trace.h */
+void rsiw_trace_qp_state(u32 qpn, u8 from, u8 to);
+void rsiw_trace_mpa_done(u32 qpn, bool initiator, u8 rev, bool crc,
+			 bool markers_tx, bool markers_rx, bool p2p,
+			 u32 mulpdu, u32 ird, u32 ord);
+void rsiw_trace_mpa_failed(bool initiator, int err);
+void rsiw_trace_terminate(u32 qpn, bool received, u8 layer, u8 etype, u8 code);
+void rsiw_trace_flush(u32 qpn, bool sq, u32 count);
 
 #endif /* RSIW_GLUE_H */

@@ -9,6 +9,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
+pub mod settings;
 pub mod stats;
 
 /// The rsiw driver as the RDMA core sees it (its `kif::rdma::Driver`

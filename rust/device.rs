@@ -8,7 +8,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
-use crate::base::{eui64, stats::Stats, Quotas, Rsiw, NODE_DESC};
+use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, Rsiw, NODE_DESC};
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
     net::{NetDev, NetdevEvent},
@@ -38,6 +38,8 @@ pub struct Device {
     pub mem_xa: mem::Table,
     /// Counters (shared with the QPs' data path).
     pub stats: Arc<Stats>,
+    /// The connection manager's settings (sysfs `mpa_*`).
+    pub settings: Arc<Settings>,
 }
 
 /// Source of device ids; each new device takes the next.
@@ -75,6 +77,7 @@ impl LinkDriver for Link {
         let mem_xa = Arc::pin_init(RcuXArray::new(), GFP_KERNEL)?;
         let stats = Arc::new(Stats::new()?, GFP_KERNEL)?;
         let quotas = Arc::new(Quotas::new(), GFP_KERNEL)?;
+        let settings = Arc::new(Settings::new(), GFP_KERNEL)?;
         let dev = try_pin_init!(Device {
             mac,
             dev_id,
@@ -84,6 +87,7 @@ impl LinkDriver for Link {
             qp_xa <- XArray::new(),
             mem_xa,
             stats,
+            settings,
         }? Error);
         let setup = DeviceSetup {
             ndev,

@@ -63,10 +63,12 @@ use crate::kif::{
     rdma::qp::{IbQpState, QpModify, QpQuery},
     siw::{op, wc, wqe, Cqe, Ring, Rqe, Sqe, MAX_INLINE},
     sock::Socket,
+    trace,
 };
 use crate::mem::{self, access};
 use crate::srq::Srq;
 use crate::state::qp::{self as machine, After, Modify, Refused, VerbsState};
+use details::LastTerm;
 use orq::{Irq, Orq, WrRef};
 use rx::RxState;
 use tx::TxState;
@@ -74,6 +76,7 @@ use tx::TxState;
 pub use crate::state::qp::QpState;
 
 mod create;
+pub mod details;
 pub mod orq;
 mod post;
 pub mod rx;
@@ -146,6 +149,11 @@ pub trait Endpoint: Send + Sync {
 pub struct Conn {
     /// The TCP socket (its upcalls go to the QP while it is in RTS).
     pub sock: Socket,
+    /// MPA revision of the exchange (1 or 2).
+    pub mpa_rev: u8,
+    /// The exchange chose the peer-to-peer model (RFC 6581: an RTR opens
+    /// the connection).
+    pub peer_to_peer: bool,
     /// MPA markers in the FPDUs we send (the peer asked for them: RFC 5044
     /// negotiates markers per direction).
     pub tx_markers: bool,
@@ -271,6 +279,8 @@ pub struct Qp {
     /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::irq`).
     #[pin]
     irq: SpinLockIrq<Irq>,
+    /// The last TERMINATE sent or received (for the resource details).
+    last_term: LastTerm,
     /// The transmit work item.
     #[pin]
     tx_work: Work<Qp>,
@@ -377,6 +387,9 @@ impl Qp {
 
     /// Sets the state; `inner` is the locked [`Qp::inner`].
     fn put_state(&self, inner: &mut QpInner, s: QpState) {
+        if inner.state != s {
+            trace::qp_state(self.id(), inner.state as u8, s as u8);
+        }
         inner.state = s;
         self.state_now.store(s as u8, Ordering::Release);
     }
@@ -463,6 +476,7 @@ impl Qp {
     pub fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.
         tx::flush_orq(self);
+        let mut n = 0;
         loop {
             let i = {
                 let mut inner = self.inner.lock();
@@ -477,6 +491,10 @@ impl Qp {
             if self.complete_sqe(i, &sqe, 0, wc::WR_FLUSH_ERR).is_err() {
                 break;
             }
+            n += 1;
+        }
+        if n > 0 {
+            trace::flush(self.id(), true, n);
         }
     }
 
@@ -485,6 +503,7 @@ impl Qp {
         // The receive in progress (own RQ or SRQ) goes first.
         rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
+        let mut n = 0;
         loop {
             // The consumer index is the receive side's (see
             // `rx::RxState`).
@@ -494,6 +513,10 @@ impl Qp {
             if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
                 break;
             }
+            n += 1;
+        }
+        if n > 0 {
+            trace::flush(self.id(), false, n);
         }
     }
 

@@ -6,9 +6,11 @@
 //! and protection domains are answered here.
 
 use core::sync::atomic::Ordering;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, str::CStr, sync::Arc};
 
-use crate::base::{eui64, limits, stats, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID};
+use crate::base::{
+    eui64, limits, settings::Setting, stats, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID,
+};
 use crate::cm::{self, Cep, Listener};
 use crate::cq::Cq;
 use crate::device::Device as RsiwDevice;
@@ -21,6 +23,7 @@ use crate::kif::{
         iwcm::{CmId, ConnParam},
         mr::{RegUserMr, ReregUserMr},
         qp::{CreateQp, QpModify, QpQuery},
+        restrack::ResDetails,
         srq::{CreateSrq, SrqAttr},
         stats::StatDescs,
         udata::Udata,
@@ -152,6 +155,10 @@ impl Driver for Rsiw {
         qp.query(ndev)
     }
 
+    fn fill_res_qp(qp: &Qp, d: &mut ResDetails<'_>) -> Result {
+        qp.fill_details(d)
+    }
+
     fn destroy_qp(dev: &Device<Self>, qp: Arc<Qp>) {
         qp.destroy(&dev.qp_xa)
     }
@@ -222,7 +229,7 @@ impl Driver for Rsiw {
 
     fn iw_connect(dev: &Device<Self>, id: CmId, p: ConnParam) -> Result {
         let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        cm::connect(qp, id, p)
+        cm::connect(qp, id, p, &dev.settings.policy())
     }
 
     fn iw_accept(dev: &Device<Self>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
@@ -235,7 +242,7 @@ impl Driver for Rsiw {
     }
 
     fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
-        cm::create_listen(dev.ifindex, id, backlog)
+        cm::create_listen(dev.ifindex, dev.settings.clone(), id, backlog)
     }
 
     fn iw_destroy_listen(l: Arc<Listener>) {
@@ -244,6 +251,16 @@ impl Driver for Rsiw {
 
     fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
         dev.qp_xa.get(qpn).map(|q| q.handle().clone())
+    }
+
+    const ATTRS: &'static [&'static CStr] = &Setting::NAMES;
+
+    fn attr_show(dev: &Device<Self>, idx: usize) -> Result<u32> {
+        Ok(dev.settings.get(Setting::from_index(idx)?))
+    }
+
+    fn attr_store(dev: &Device<Self>, idx: usize, v: u32) -> Result {
+        dev.settings.set(Setting::from_index(idx)?, v)
     }
 
     fn read_stats(dev: &Device<Self>, _port: u32, out: &mut [u64]) {

@@ -8,7 +8,6 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::limits;
-use crate::kif::params;
 use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::qp::Qp;
 use crate::wire::connect::{
@@ -55,7 +54,7 @@ impl Requested {
     }
 
     /// The Reply to this Request with the resources of `p` and what the
-    /// module parameters ask for. `EINVAL` for private data beyond what
+    /// device's settings ask for. `EINVAL` for private data beyond what
     /// the Reply carries, or resources beyond the device's.
     fn reply(&self, p: &ConnParam) -> Result<Reply> {
         let peer = &self.peer;
@@ -66,11 +65,11 @@ impl Requested {
         {
             return Err(EINVAL);
         }
-        let crc = peer.crc || params::mpa_crc_required();
-        let markers_wanted = params::mpa_markers_wanted();
+        let crc = peer.crc || self.policy.crc_required;
+        let markers_wanted = self.policy.markers;
         // Large FPDUs (both ways) only if the initiator offered them: the
         // Reply then carries the bit too, as siw's does.
-        let large_ok = params::mpa_large_fpdu() && peer.large_fpdu;
+        let large_ok = self.policy.large_fpdu && peer.large_fpdu;
         let rev = if peer.revision == REVISION_1 {
             REVISION_1
         } else {
@@ -95,12 +94,14 @@ impl Requested {
         // Peer-to-peer: ESTABLISHED waits for the initiator's RTR.
         let rtr = if offered.is_some() {
             Rtr::Await
-        } else if params::mpa_responder_waits() {
+        } else if self.policy.responder_waits {
             Rtr::Hold
         } else {
             Rtr::None
         };
         let terms = Terms {
+            initiator: false,
+            rev,
             crc,
             // Markers per direction (RFC 5044 7.1.1): the initiator's M
             // asks for them on what we send, ours (in the Reply) on what
@@ -156,6 +157,7 @@ impl Phase {
             ord: ird.min(255) as u8,
         };
         listener.id.event(&ev, Some(cep.clone()))?;
+        let policy = listener.settings.policy();
         // The CM made its own id for this connection; holding the
         // listener (and its id) any longer would block the listener's
         // destruction while the request waits for accept or reject.
@@ -165,6 +167,7 @@ impl Phase {
             peer,
             ird,
             ord,
+            policy,
         });
         Ok(())
     }

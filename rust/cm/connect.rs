@@ -7,8 +7,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::base::limits;
-use crate::kif::params;
+use crate::base::{limits, settings::MpaPolicy};
 use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::kif::sock::{SockAddr, Socket};
 use crate::qp::Qp;
@@ -42,18 +41,18 @@ pub(super) struct Offer {
 
 impl Offer {
     /// Our Request of revision `rev` with the resources and private data
-    /// of `p` and what the module parameters ask for: what it offers, its
-    /// header and IRD/ORD data.
-    fn request(rev: u8, p: &ConnParam) -> (Self, MpaRr, Option<IrdOrd>) {
+    /// of `p` and what the device's settings `pol` ask for: what it
+    /// offers, its header and IRD/ORD data.
+    fn request(rev: u8, p: &ConnParam, pol: &MpaPolicy) -> (Self, MpaRr, Option<IrdOrd>) {
         let mut hdr = MpaRr::new(FrameKind::Request, rev, 0);
-        hdr.crc = params::mpa_crc_required();
-        hdr.markers = params::mpa_markers_wanted();
-        let large = params::mpa_large_fpdu();
+        hdr.crc = pol.crc_required;
+        hdr.markers = pol.markers;
+        let large = pol.large_fpdu;
         if large {
             hdr.res |= RES_LARGE_FPDU;
         }
         // Revision 1 has no IRD/ORD (nor peer-to-peer) negotiation.
-        let p2p = rev == REVISION_2 && params::mpa_peer_to_peer();
+        let p2p = rev == REVISION_2 && pol.peer_to_peer;
         let io = (rev == REVISION_2).then(|| IrdOrd {
             ird: p.ird.min(0x3fff) as u16,
             ord: p.ord.min(0x3fff) as u16,
@@ -85,6 +84,8 @@ impl Offer {
             ird = u32::from(io.ord);
         }
         Terms {
+            initiator: true,
+            rev: peer.revision,
             crc: peer.crc || self.crc,
             // RFC 5044 7.1.1: each side's M asks for markers on the FPDUs
             // it receives. Ours is the M of our Request.
@@ -198,9 +199,9 @@ impl Phase {
 }
 
 /// `iw_connect`: connect `qp` (the QP `p.qpn` names) to the CM id's
-/// remote address.
-pub(crate) fn connect(qp: Arc<Qp>, id: CmId, p: ConnParam) -> Result {
-    let rev = if params::mpa_rev() == REVISION_1 {
+/// remote address, as the device's settings `pol` ask.
+pub(crate) fn connect(qp: Arc<Qp>, id: CmId, p: ConnParam, pol: &MpaPolicy) -> Result {
+    let rev = if pol.rev == REVISION_1 {
         REVISION_1
     } else {
         REVISION_2
@@ -223,7 +224,7 @@ pub(crate) fn connect(qp: Arc<Qp>, id: CmId, p: ConnParam) -> Result {
     sock.bind(&id.local_addr())?;
     sock.connect(&raddr)?;
     sock.set_nodelay();
-    let (offer, hdr, io) = Offer::request(rev, &p);
+    let (offer, hdr, io) = Offer::request(rev, &p, pol);
     let mpa = Exchange::new(sock, FrameKind::Reply);
     let cep = Cep::new(Phase::AwaitReply(Outgoing { mpa, id, qp, offer }))?;
     {

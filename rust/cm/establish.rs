@@ -10,6 +10,7 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::Socket;
+use crate::kif::trace;
 use crate::qp::{Conn, Qp};
 use crate::wire::mpa::mulpdu;
 
@@ -41,6 +42,10 @@ pub(super) enum Rtr {
 
 /// What the MPA exchange settled for a connection.
 pub(super) struct Terms {
+    /// This side sent the MPA Request.
+    pub(super) initiator: bool,
+    /// MPA revision of the exchange (1 or 2).
+    pub(super) rev: u8,
     /// MPA CRC in use.
     pub(super) crc: bool,
     /// MPA markers.
@@ -67,6 +72,8 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
     let conn = Arc::new(
         Conn {
             sock,
+            mpa_rev: t.rev,
+            peer_to_peer: matches!(t.rtr, Rtr::Send | Rtr::Await),
             tx_markers: t.markers.tx,
             rx_markers: t.markers.rx,
             crc: t.crc,
@@ -81,5 +88,17 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
         },
         GFP_KERNEL,
     )?;
+    trace::mpa_done(&trace::MpaDone {
+        qpn: qp.id(),
+        initiator: t.initiator,
+        rev: t.rev,
+        crc: t.crc,
+        markers_tx: t.markers.tx,
+        markers_rx: t.markers.rx,
+        p2p: conn.peer_to_peer,
+        mulpdu: conn.mulpdu,
+        ird: t.ird,
+        ord: t.ord,
+    });
     qp.start_rdma(conn, t.ird, t.ord)
 }

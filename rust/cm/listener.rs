@@ -10,6 +10,7 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
+use crate::base::settings::Settings;
 use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::{SockEvents, SockRx, Socket, TcpState};
 use crate::wire::connect::FrameKind;
@@ -23,6 +24,8 @@ pub struct Listener {
     sock: Socket,
     /// The listening CM id, which gets the connect requests.
     pub(super) id: CmId,
+    /// The device's settings (read as each Request arrives).
+    pub(super) settings: Arc<Settings>,
     #[pin]
     work: Work<Listener>,
 }
@@ -66,8 +69,13 @@ impl SockEvents for Listener {
 }
 
 /// `iw_create_listen` on the device whose net device has interface index
-/// `ifindex`.
-pub(crate) fn create_listen(ifindex: i32, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
+/// `ifindex` and whose settings are `settings`.
+pub(crate) fn create_listen(
+    ifindex: i32,
+    settings: Arc<Settings>,
+    id: CmId,
+    backlog: i32,
+) -> Result<Arc<Listener>> {
     let laddr = id.local_addr();
     let sock = Socket::tcp(laddr.is_v6())?;
     sock.set_reuseaddr();
@@ -85,7 +93,7 @@ pub(crate) fn create_listen(ifindex: i32, id: CmId, backlog: i32) -> Result<Arc<
     sock.bind(&laddr)?;
     sock.listen(backlog.max(1))?;
     let l = Arc::pin_init(
-        pin_init!(Listener { sock, id, work <- new_work!("rsiw::listen") }),
+        pin_init!(Listener { sock, id, settings, work <- new_work!("rsiw::listen") }),
         GFP_KERNEL,
     )?;
     l.sock.attach(l.clone())?;

@@ -12,9 +12,11 @@
 use core::mem;
 use kernel::{prelude::*, sync::Arc};
 
+use crate::base::settings::MpaPolicy;
 use crate::kif::compat::delayed_work::Timeout;
 use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId};
 use crate::kif::sock::{SockAddr, Socket, TcpState};
+use crate::kif::trace;
 use crate::qp::Qp;
 use crate::wire::connect::RrParser;
 
@@ -70,6 +72,8 @@ pub(super) struct Requested {
     /// The initiator's IRD (what bounds our ORD), capped at the device's
     /// maximum ORD.
     pub(super) ord: u32,
+    /// The device's settings when the Request arrived.
+    pub(super) policy: MpaPolicy,
 }
 
 /// Initiator: our Request is out, until the Reply is complete.
@@ -184,6 +188,7 @@ impl Phase {
         if self.exchange().is_none() {
             return;
         }
+        trace::mpa_failed(matches!(self, Phase::AwaitReply(_)), e);
         if let Phase::AwaitReply(o) = mem::replace(self, Phase::Closed) {
             let Outgoing { mpa, id, .. } = o;
             drop(mpa);

@@ -48,6 +48,28 @@ extern "C" {
         addrs: *mut *mut kernel::ffi::c_void,
         max: usize,
     ) -> usize;
+    pub(in crate::kif) fn rsiw_res_driver_begin(
+        msg: *mut bindings::sk_buff,
+    ) -> *mut bindings::nlattr;
+    pub(in crate::kif) fn rsiw_res_driver_end(
+        msg: *mut bindings::sk_buff,
+        nest: *mut bindings::nlattr,
+        ok: bool,
+    );
+    pub(in crate::kif) fn rsiw_attrs_init(
+        names: *const *const kernel::ffi::c_char,
+        n: kernel::ffi::c_uint,
+        show: unsafe extern "C" fn(
+            *mut bindings::ib_device,
+            kernel::ffi::c_uint,
+            *mut u32,
+        ) -> kernel::ffi::c_int,
+        store: unsafe extern "C" fn(
+            *mut bindings::ib_device,
+            kernel::ffi::c_uint,
+            u32,
+        ) -> kernel::ffi::c_int,
+    ) -> *const bindings::attribute_group;
     pub(in crate::kif) fn rsiw_counters_alloc(n: u32) -> *mut u64;
     pub(in crate::kif) fn rsiw_counters_free(c: *mut u64);
     #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]

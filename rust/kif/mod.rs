@@ -29,3 +29,4 @@ pub mod rcu_xarray;
 pub mod rdma;
 pub mod siw;
 pub mod sock;
+pub mod trace;

@@ -4,6 +4,8 @@
  * helpers that bindgen cannot call.  All logic lives in Rust.
  */
 #include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/sysfs.h>
 #include <linux/netdevice.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
@@ -765,4 +767,83 @@ void rsiw_dwork_expire_all(struct workqueue_struct *wq)
 		if (kicked)
 			flush_workqueue(wq);
 	} while (kicked);
+}
+
+/*
+ * Driver attributes of an IB device (/sys/class/infiniband/DEV/NAME): up
+ * to RSIW_ATTRS_MAX unsigned numbers, named and served by the Rust driver
+ * (rust/kif/rdma/adapter/device.rs), which sets them up with
+ * rsiw_attrs_init() before its first device registers.
+ */
+#define RSIW_ATTRS_MAX 8
+
+static rsiw_attr_show_t *rsiw_attr_show_fn;
+static rsiw_attr_store_t *rsiw_attr_store_fn;
+static struct device_attribute rsiw_dev_attrs[RSIW_ATTRS_MAX];
+static struct attribute *rsiw_attrs[RSIW_ATTRS_MAX + 1];
+static const struct attribute_group rsiw_attr_group = { .attrs = rsiw_attrs };
+static DEFINE_MUTEX(rsiw_attrs_lock);
+
+static ssize_t rsiw_attr_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
+{
+	u32 v;
+	int ret = rsiw_attr_show_fn(rdma_device_to_ibdev(dev),
+				    attr - rsiw_dev_attrs, &v);
+
+	return ret ? ret : sysfs_emit(buf, "%u\n", v);
+}
+
+static ssize_t rsiw_attr_store(struct device *dev, struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	u32 v;
+	int ret = kstrtou32(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	ret = rsiw_attr_store_fn(rdma_device_to_ibdev(dev),
+				 attr - rsiw_dev_attrs, v);
+	return ret ? ret : count;
+}
+
+const struct attribute_group *rsiw_attrs_init(const char *const *names,
+					      unsigned int n,
+					      rsiw_attr_show_t *show,
+					      rsiw_attr_store_t *store)
+{
+	unsigned int i;
+
+	if (n > RSIW_ATTRS_MAX)
+		return NULL;
+	mutex_lock(&rsiw_attrs_lock);
+	if (!rsiw_attr_show_fn) {
+		for (i = 0; i < n; i++) {
+			sysfs_attr_init(&rsiw_dev_attrs[i].attr);
+			rsiw_dev_attrs[i].attr.name = names[i];
+			rsiw_dev_attrs[i].attr.mode = 0644;
+			rsiw_dev_attrs[i].show = rsiw_attr_show;
+			rsiw_dev_attrs[i].store = rsiw_attr_store;
+			rsiw_attrs[i] = &rsiw_dev_attrs[i].attr;
+		}
+		rsiw_attrs[n] = NULL;
+		rsiw_attr_store_fn = store;
+		rsiw_attr_show_fn = show;
+	}
+	mutex_unlock(&rsiw_attrs_lock);
+	return &rsiw_attr_group;
+}
+
+/* The driver details of a resource entry go in one nested attribute. */
+struct nlattr *rsiw_res_driver_begin(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rsiw_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool ok)
+{
+	if (ok)
+		nla_nest_end(msg, nest);
+	else
+		nla_nest_cancel(msg, nest);
 }

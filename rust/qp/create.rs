@@ -7,6 +7,7 @@
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Arc, workqueue::new_work};
 
+use super::details::LastTerm;
 use super::orq::{Irq, Orq};
 use super::rx::RxState;
 use super::tx::TxState;
@@ -211,6 +212,7 @@ impl Qp {
             tx <- new_mutex!(TxState::new(), "rsiw::Qp::tx"),
             orq <- crate::new_spinlock_irq!(Orq::new(), "rsiw::Qp::orq"),
             irq <- crate::new_spinlock_irq!(Irq::new(), "rsiw::Qp::irq"),
+            last_term: LastTerm::new(),
             tx_work <- new_work!("rsiw::qp_tx"),
             _quota: quota,
         })

@@ -159,6 +159,8 @@ pub(super) fn queue_terminate(
     }
     irq.term = Some(t);
     qp.irq_hint.store(true, Ordering::Release);
+    drop(irq);
+    qp.note_terminate(false, err.term_code());
     true
 }
 

@@ -8,8 +8,9 @@
 //! constant per method, and the operations table gets an entry only for
 //! the methods a driver implements (see [`Device::register`]).
 
-use kernel::{bindings, error::VTABLE_DEFAULT_ERROR, prelude::*, sync::Arc};
+use kernel::{bindings, error::VTABLE_DEFAULT_ERROR, prelude::*, str::CStr, sync::Arc};
 
+use super::restrack::ResDetails;
 use super::{
     attr::{DeviceCaps, PortInfo},
     cq::CreateCq,
@@ -25,6 +26,9 @@ use super::{
     Device,
 };
 use crate::kif::net::NetDev;
+
+/// The most driver attributes a device has in sysfs ([`Driver::ATTRS`]).
+pub const MAX_ATTRS: usize = 8;
 
 /// The driver id user space matches its provider library by
 /// (`enum rdma_driver_id`), as far as drivers in Rust use it.
@@ -158,6 +162,11 @@ pub trait Driver: Sized + 'static {
     fn query_qp(_qp: &Self::Qp, _ndev: &NetDev<'_>) -> QpQuery {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
+    /// Adds the driver's details of a QP to its resource entry (`rdma
+    /// resource show qp -dd`).
+    fn fill_res_qp(_qp: &Self::Qp, _d: &mut ResDetails<'_>) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
     /// Destroys a QP.
     fn destroy_qp(dev: &Device<Self>, qp: Arc<Self::Qp>);
     /// Posts send work requests (with [`Driver::USER_POST_SEND`], an
@@ -251,6 +260,23 @@ pub trait Driver: Sized + 'static {
     }
     /// The core QP of QP number `qpn`.
     fn iw_get_qp(_dev: &Device<Self>, _qpn: u32) -> Option<QpHandle> {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The names of the device's driver attributes in sysfs
+    /// (`/sys/class/infiniband/DEV/NAME`, unsigned numbers, writable by
+    /// root), at most [`MAX_ATTRS`]; served by [`Driver::attr_show`] and
+    /// [`Driver::attr_store`].
+    const ATTRS: &'static [&'static CStr] = &[];
+
+    /// The value of attribute `idx` of [`Driver::ATTRS`].
+    fn attr_show(_dev: &Device<Self>, _idx: usize) -> Result<u32> {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Writes `v` to attribute `idx` of [`Driver::ATTRS`]; an error (as
+    /// `EINVAL` for a value out of range) goes back to the writer.
+    fn attr_store(_dev: &Device<Self>, _idx: usize, _v: u32) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 

@@ -23,6 +23,7 @@ pub mod mr;
 mod object;
 pub mod qp;
 mod registry;
+pub mod restrack;
 pub mod srq;
 pub mod stats;
 pub mod udata;

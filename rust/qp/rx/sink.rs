@@ -149,6 +149,7 @@ fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
 #[cold]
 fn report_terminate(qp: &Qp, hdr: &SegmentHeader) {
     if let Body::Terminate(t) = hdr.body {
+        qp.note_terminate(true, t.code);
         pr_warn!(
             "rsiw: QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
             qp.id(),

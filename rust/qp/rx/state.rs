@@ -17,7 +17,7 @@ use crate::kif::{
     siw::{Ring, Rqe},
     sock::SockRx,
 };
-use crate::qp::{Qp, QpState};
+use crate::qp::{details::Traffic, Qp, QpState};
 use crate::wire::rx::{Deframer, MpaOnlySink, RxConfig};
 
 /// Receive state of a QP.
@@ -34,6 +34,8 @@ pub struct RxState {
     /// kept under this lock rather than the QP's: a Send takes its RQE
     /// without another lock (as siw does).
     rq_get: u32,
+    /// What was received and placed.
+    received: Traffic,
 }
 
 impl RxState {
@@ -44,6 +46,7 @@ impl RxState {
             v: None,
             c: RxCtx::new(false),
             rq_get: 0,
+            received: Traffic::default(),
         }
     }
 
@@ -72,8 +75,10 @@ impl RxState {
         if d.error().is_some() || d.terminated() {
             return;
         }
+        let (fpdus, payload) = (act.fpdus, act.payload);
         let mut sink = self.c.sink(qp, &mut self.rq_get, act);
         let r = d.push(bytes, &mut sink);
+        self.received.add(act.fpdus - fpdus, act.payload - payload);
         if let Err(e) = r {
             self.c.fail(d.rejected_header(), act, e);
         } else if d.fpdus() > 0 && self.c.take_await_rtr() {
@@ -124,6 +129,11 @@ impl RxState {
             self.c.forget_header();
             self.c.fail(d.rejected_header(), act, e);
         }
+    }
+
+    /// The FPDUs and payload octets received so far.
+    pub(in crate::qp) fn received(&self) -> Traffic {
+        self.received
     }
 
     /// Takes the next element of the QP's own receive queue `rq`, whose

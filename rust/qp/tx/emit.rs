@@ -91,8 +91,7 @@ fn send_rest_in_one(
         stats.inc(Counter::TxTcpFull);
         return Ok(Some(Sent::TcpFull));
     }
-    stats.inc(Counter::TxFpdus);
-    stats.add(Counter::TxPayload, u64::from(sg.len));
+    e.count(stats, 1, u64::from(sg.len));
     Ok(Some(Sent::Done))
 }
 
@@ -199,8 +198,7 @@ fn account(
         stats.inc(Counter::TxTcpFull);
         return Sent::TcpFull;
     }
-    stats.add(Counter::TxFpdus, planner.fpdus());
-    stats.add(Counter::TxPayload, planner.payload());
+    e.count(stats, planner.fpdus(), planner.payload());
     if taken == Taken::Message {
         Sent::Done
     } else {

@@ -9,8 +9,9 @@
 use kernel::sync::Arc;
 
 use super::job::{Job, Kind};
+use crate::base::stats::{Counter, Stats};
 use crate::mem::access::StagCache;
-use crate::qp::Conn;
+use crate::qp::{details::Traffic, Conn};
 use crate::wire::{
     mpa::MpaMode,
     txstream::{TxLimits, TxPos},
@@ -45,6 +46,8 @@ pub struct TxState {
     conn: Option<Arc<Conn>>,
     /// The last STag looked up for transmission.
     stags: StagCache,
+    /// What went to TCP (whole batches).
+    sent: Traffic,
     scratch: [u8; SCRATCH],
 }
 
@@ -67,6 +70,7 @@ impl TxState {
             corked: false,
             conn: None,
             stags: StagCache::new(),
+            sent: Traffic::default(),
             scratch: [0; SCRATCH],
         }
     }
@@ -94,6 +98,11 @@ impl TxState {
     /// The connection sent on, once started and until taken.
     pub(super) fn conn(&self) -> Option<&Conn> {
         self.conn.as_deref()
+    }
+
+    /// The FPDUs and payload octets sent so far.
+    pub(in crate::qp) fn sent(&self) -> Traffic {
+        self.sent
     }
 
     /// Takes the connection away (the QP drops it): nothing is sent on it
@@ -204,6 +213,7 @@ impl TxState {
             limits: &self.limits,
             pos: &mut self.pos,
             corked: &mut self.corked,
+            sent: &mut self.sent,
             scratch: &mut self.scratch,
         }))
     }
@@ -221,6 +231,7 @@ pub(super) struct Emission<'a> {
     /// The stream's committed position.
     pub(super) pos: &'a mut TxPos,
     corked: &'a mut bool,
+    sent: &'a mut Traffic,
     /// Scratch octets for the fields written between payload pieces.
     pub(super) scratch: &'a mut [u8; SCRATCH],
 }
@@ -231,5 +242,13 @@ impl Emission<'_> {
     /// pushes everything TCP held back before.
     pub(super) fn sent(&mut self, queued: bool, more: bool) {
         *self.corked = queued || (more && *self.corked);
+    }
+
+    /// Counts `fpdus` FPDUs with `payload` octets that went to TCP, for
+    /// the QP and in the device's counters `stats`.
+    pub(super) fn count(&mut self, stats: &Stats, fpdus: u64, payload: u64) {
+        self.sent.add(fpdus, payload);
+        stats.add(Counter::TxFpdus, fpdus);
+        stats.add(Counter::TxPayload, payload);
     }
 }

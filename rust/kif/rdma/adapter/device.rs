@@ -13,8 +13,12 @@ use kernel::{
 use super::Adapter;
 use crate::kif::{
     compat::workqueue::drain_drops,
+    glue,
     net::NetDevRef,
-    rdma::{object::slot_ptr, registry::Registry, stats::MAX_STATS, udata::Udata, Device, Driver},
+    rdma::{
+        driver::MAX_ATTRS, object::slot_ptr, registry::Registry, stats::MAX_STATS, udata::Udata,
+        Device, Driver,
+    },
 };
 
 /// How long (jiffies) the core reuses counter values it read (as rxe).
@@ -286,5 +290,64 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: the flexible array holds `num_counters` >= `n` values.
         unsafe { st.value.as_mut_slice(n) }.copy_from_slice(&buf[..n]);
         n as kernel::ffi::c_int
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// The sysfs group of `T`'s driver attributes ([`Driver::ATTRS`]),
+    /// or null without any. The C glue keeps the names and these entry
+    /// points; every device of `T` shares the group.
+    pub(super) fn attr_group() -> *const bindings::attribute_group {
+        let n = T::ATTRS.len();
+        if !T::HAS_ATTR_SHOW || n == 0 || n > MAX_ATTRS {
+            return ptr::null();
+        }
+        let mut names = [ptr::null::<kernel::ffi::c_char>(); MAX_ATTRS];
+        for (p, name) in names.iter_mut().zip(T::ATTRS) {
+            *p = name.as_char_ptr();
+        }
+        // SAFETY: `names` holds `n` static C strings (the glue keeps the
+        // pointers, not the array); the entry points are `T`'s and follow
+        // the glue's contract (below).
+        unsafe {
+            glue::rsiw_attrs_init(names.as_ptr(), n as u32, Self::attr_show, Self::attr_store)
+        }
+    }
+
+    /// Reads driver attribute `idx`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the C glue from sysfs with a registered device of `T`
+    /// and `val` valid for writes.
+    unsafe extern "C" fn attr_show(
+        ib: *mut bindings::ib_device,
+        idx: kernel::ffi::c_uint,
+        val: *mut u32,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: a registered device of `T` (the contract).
+            let v = T::attr_show(unsafe { Device::from_raw(ib) }, idx as usize)?;
+            // SAFETY: `val` is valid for writes (the contract).
+            unsafe { val.write(v) };
+            Ok(0)
+        })
+    }
+
+    /// Writes driver attribute `idx`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the C glue from sysfs with a registered device of `T`.
+    unsafe extern "C" fn attr_store(
+        ib: *mut bindings::ib_device,
+        idx: kernel::ffi::c_uint,
+        val: u32,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: a registered device of `T` (the contract).
+            T::attr_store(unsafe { Device::from_raw(ib) }, idx as usize, val)?;
+            Ok(0)
+        })
     }
 }

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A device's settings of the iWARP connection manager: what its
+//! connections ask for and accept (CRC, markers, MPA revision,
+//! peer-to-peer, large FPDUs, the responder's wait for the first FPDU).
+//! Each setting follows its module parameter until an administrator
+//! writes the device's sysfs attribute of the same name
+//! (`/sys/class/infiniband/DEV/mpa_*`); a connection takes the values of
+//! the moment it is set up ([`MpaPolicy`]).
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{c_str, prelude::*, str::CStr};
+
+use crate::kif::params;
+
+/// One setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// CRC32C on every connection (ask for it, refuse peers without).
+    CrcRequired,
+    /// Ask for markers on what the device receives.
+    Markers,
+    /// The MPA revision the device initiates with (1 or 2).
+    Rev,
+    /// As initiator, ask for the peer-to-peer model (RFC 6581).
+    PeerToPeer,
+    /// Offer to take FPDUs larger than a TCP segment.
+    LargeFpdu,
+    /// As client-server responder, send nothing before the initiator's
+    /// first FPDU (RFC 5044 7.1.2).
+    ResponderWaits,
+}
+
+impl Setting {
+    /// Every setting, in the order of [`Setting::NAMES`].
+    pub const ALL: [Setting; 6] = [
+        Setting::CrcRequired,
+        Setting::Markers,
+        Setting::Rev,
+        Setting::PeerToPeer,
+        Setting::LargeFpdu,
+        Setting::ResponderWaits,
+    ];
+
+    /// The names of the settings (their module parameters and sysfs
+    /// attributes), in the order of [`Setting::ALL`].
+    pub const NAMES: [&'static CStr; 6] = [
+        c_str!("mpa_crc_required"),
+        c_str!("mpa_markers"),
+        c_str!("mpa_rev"),
+        c_str!("mpa_peer_to_peer"),
+        c_str!("mpa_large_fpdu"),
+        c_str!("mpa_responder_waits"),
+    ];
+
+    /// The setting at `index` of [`Setting::ALL`].
+    pub fn from_index(index: usize) -> Result<Self> {
+        Self::ALL.get(index).copied().ok_or(EINVAL)
+    }
+
+    /// The module parameter's value.
+    fn param(self) -> u32 {
+        match self {
+            Setting::CrcRequired => params::mpa_crc_required().into(),
+            Setting::Markers => params::mpa_markers_wanted().into(),
+            Setting::Rev => params::mpa_rev().into(),
+            Setting::PeerToPeer => params::mpa_peer_to_peer().into(),
+            Setting::LargeFpdu => params::mpa_large_fpdu().into(),
+            Setting::ResponderWaits => params::mpa_responder_waits().into(),
+        }
+    }
+
+    /// Whether `v` is a value of the setting: 1 or 2 for the revision,
+    /// 0 or 1 for the others.
+    fn valid(self, v: u32) -> bool {
+        match self {
+            Setting::Rev => v == 1 || v == 2,
+            _ => v <= 1,
+        }
+    }
+}
+
+/// What a connection is set up with: the settings of its device at that
+/// moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MpaPolicy {
+    /// See [`Setting::CrcRequired`].
+    pub crc_required: bool,
+    /// See [`Setting::Markers`].
+    pub markers: bool,
+    /// See [`Setting::Rev`].
+    pub rev: u8,
+    /// See [`Setting::PeerToPeer`].
+    pub peer_to_peer: bool,
+    /// See [`Setting::LargeFpdu`].
+    pub large_fpdu: bool,
+    /// See [`Setting::ResponderWaits`].
+    pub responder_waits: bool,
+}
+
+/// The settings of one device.
+pub struct Settings([AtomicU32; 6]);
+
+impl Settings {
+    /// Not written yet: the setting follows its module parameter.
+    const FOLLOW: u32 = u32::MAX;
+
+    /// Settings that follow the module parameters.
+    pub fn new() -> Self {
+        Self([const { AtomicU32::new(Self::FOLLOW) }; 6])
+    }
+
+    /// The value of `s` in effect.
+    pub fn get(&self, s: Setting) -> u32 {
+        match self.0[s as usize].load(Ordering::Relaxed) {
+            Self::FOLLOW => s.param(),
+            v => v,
+        }
+    }
+
+    /// Sets `s` to `v` for connections set up from now on; `EINVAL` if
+    /// `v` is not one of its values.
+    pub fn set(&self, s: Setting, v: u32) -> Result {
+        if !s.valid(v) {
+            return Err(EINVAL);
+        }
+        self.0[s as usize].store(v, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The values in effect, for a connection being set up.
+    pub fn policy(&self) -> MpaPolicy {
+        MpaPolicy {
+            crc_required: self.get(Setting::CrcRequired) != 0,
+            markers: self.get(Setting::Markers) != 0,
+            rev: if self.get(Setting::Rev) == 1 { 1 } else { 2 },
+            peer_to_peer: self.get(Setting::PeerToPeer) != 0,
+            large_fpdu: self.get(Setting::LargeFpdu) != 0,
+            responder_waits: self.get(Setting::ResponderWaits) != 0,
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self::new()
+    }
+}

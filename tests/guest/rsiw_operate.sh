@@ -1,0 +1,179 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# What an operator sets and sees (issue 25): each device's connection
+# manager settings in sysfs (/sys/class/infiniband/DEV/mpa_*), the driver
+# details of a QP in `rdma resource show qp -dd` (negotiated terms,
+# traffic each way) and the rsiw tracepoints (tracefs). rsiw0 sits in
+# ns A; ns B has siw0, or rsiw1 for the tests of two rsiw devices with
+# different settings; hostile-peer provokes a TERMINATE.
+#
+# Cost: about 45 s on the standard kernel.
+. "$(dirname "$0")/lib.sh"
+
+HP=${HOSTILE_PEER:-$RSIW_REPO/target/release/hostile-peer}
+PORT=7196
+T=/sys/kernel/tracing
+WORK=$(mktemp -d /tmp/rsiw-operate.XXXXXX)
+S=/sys/class/infiniband
+
+ktap_print_header
+ktap_set_plan 11
+
+setup() {
+	topo_up && load_rsiw && load_siw &&
+		add_dev "$NS_A" rsiw0 rsiw va && add_dev "$NS_B" siw0 siw vb &&
+		{ mountpoint -q $T || mount -t tracefs nodev $T; } &&
+		[ -d $T/events/rsiw ]
+}
+
+# qp_line PATTERN: waits (20 s at most) for a line of rsiw0's QPs in
+# `rdma res show qp -dd` that matches PATTERN (an extended regex; the
+# tool prints the driver's details with a "drv_" prefix); prints it.
+qp_line() {
+	local i line
+	for ((i = 0; i < 100; i++)); do
+		line=$(rdma res show qp link rsiw0/1 -dd 2>/dev/null | grep -E "$1") && {
+			echo "$line"
+			return 0
+		}
+		snooze 0.2
+	done
+	echo "no rsiw0 QP matching: $1"
+	rdma res show qp -dd
+	return 1
+}
+
+# connect_check DEV_B PATTERN...: RDMA Reads from rsiw0 (ns A) to DEV_B
+# in ns B for 8 s (ib_read_bw over rdma_cm: Read Requests go out, Read
+# Responses come in); while it runs, every PATTERN must match rsiw0's QP.
+connect_check() {
+	local dev=$1 s c rc=0 p
+	shift
+	in_b timeout 60 ib_read_bw -R -F -d "$dev" -p $PORT -s 4096 -D 8 >/dev/null 2>&1 &
+	s=$!
+	wait_listen "$NS_B" $PORT || { kill $s; return 1; }
+	in_a timeout 50 ib_read_bw -R -F -d rsiw0 -p $PORT -s 4096 -D 8 "$IP_B" >"$WORK/perf.out" 2>&1 &
+	c=$!
+	for p in "$@"; do
+		qp_line "$p" || rc=1
+	done
+	wait $c || { cat "$WORK/perf.out"; rc=1; }
+	wait $s
+	return $rc
+}
+
+# details: a live connection's QP shows what MPA negotiated and that data
+# moved both ways.
+details() {
+	connect_check siw0 "drv_ird [1-9][0-9]* drv_ord [1-9][0-9]* drv_mpa_rev 2 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 drv_mulpdu_tx [1-9][0-9]* drv_large_fpdu_tx 1 drv_peer_to_peer 0 " \
+		"drv_tx_fpdus [1-9][0-9]* drv_tx_payload [1-9][0-9]* drv_rx_fpdus [1-9][0-9]* drv_rx_payload [1-9]"
+}
+
+# traced: with the rsiw events on, a connection reports its MPA result,
+# the QP's way to RTS and out of it.
+traced() {
+	echo 1 >$T/events/rsiw/enable && : >$T/trace && echo 1 >$T/tracing_on || return 1
+	in_b timeout 30 rping -s -a "$IP_B" -p $PORT -C 5 -S 1024 >/dev/null 2>&1 &
+	local s=$! rc=0
+	wait_listen "$NS_B" $PORT || rc=1
+	in_a timeout 20 rping -c -a "$IP_B" -p $PORT -C 5 -S 1024 -V >/dev/null 2>&1 || rc=1
+	wait $s
+	snooze 0.5
+	echo 0 >$T/events/rsiw/enable
+	grep -q 'rsiw_mpa_done: qp [0-9]* initiator rev 2 crc 0' $T/trace || rc=1
+	grep -q 'rsiw_qp_state: qp [0-9]* [A-Z]* -> RTS' $T/trace || rc=1
+	grep -qE 'rsiw_qp_state: qp [0-9]* RTS -> (CLOSING|ERROR)' $T/trace || rc=1
+	[ $rc = 0 ] || cat $T/trace
+	return $rc
+}
+
+# terminated: a peer's Send on an invalid DDP queue gets the TERMINATE
+# RFC 5041 prescribes (DDP layer, untagged buffer error type, invalid QN),
+# and the tracepoint reports it.
+terminated() {
+	echo 1 >$T/events/rsiw/rsiw_terminate/enable && : >$T/trace || return 1
+	in_a timeout 30 rping -s -P -a "$IP_A" -p $PORT >"$WORK/server.out" 2>&1 &
+	local s=$! rc=0
+	wait_listen "$NS_A" $PORT || rc=1
+	in_b "$HP" --target "$IP_A:$PORT" --scenario ddp_invalid_qn --timeout "$(tmo 5)" || rc=1
+	grep -q 'rsiw_terminate: qp [0-9]* sent layer 1 etype 2 code 0x01' $T/trace || {
+		cat $T/trace
+		rc=1
+	}
+	echo 0 >$T/events/rsiw/rsiw_terminate/enable
+	kill $s 2>/dev/null
+	wait $s 2>/dev/null
+	return $rc
+}
+
+# quiet: with every rsiw event off, nothing is traced.
+quiet() {
+	: >$T/trace
+	in_b timeout 30 rping -s -a "$IP_B" -p $PORT -C 3 -S 1024 >/dev/null 2>&1 &
+	local s=$!
+	wait_listen "$NS_B" $PORT || return 1
+	in_a timeout 20 rping -c -a "$IP_B" -p $PORT -C 3 -S 1024 >/dev/null 2>&1
+	wait $s
+	! grep -q 'rsiw_' $T/trace
+}
+
+# settings_start: each device starts with the module parameters' values;
+# values out of range are refused and change nothing.
+settings_start() {
+	local rc=0 a
+	for a in mpa_crc_required:0 mpa_markers:0 mpa_rev:2 mpa_peer_to_peer:0 mpa_large_fpdu:1 mpa_responder_waits:0; do
+		[ "$(cat $S/rsiw0/${a%:*})" = "${a#*:}" ] || { echo "rsiw0 ${a%:*}: $(cat $S/rsiw0/${a%:*})"; rc=1; }
+	done
+	! echo 3 >$S/rsiw0/mpa_rev 2>/dev/null || { echo "mpa_rev 3 taken"; rc=1; }
+	! echo 0 >$S/rsiw0/mpa_rev 2>/dev/null || { echo "mpa_rev 0 taken"; rc=1; }
+	! echo 2 >$S/rsiw0/mpa_crc_required 2>/dev/null || { echo "mpa_crc_required 2 taken"; rc=1; }
+	! echo x >$S/rsiw0/mpa_markers 2>/dev/null || { echo "mpa_markers x taken"; rc=1; }
+	[ "$(cat $S/rsiw0/mpa_rev)" = 2 ] && [ "$(cat $S/rsiw0/mpa_crc_required)" = 0 ] || rc=1
+	return $rc
+}
+
+# two_rsiw: rsiw1 in ns B instead of siw0.
+two_rsiw() { del_dev siw0 && add_dev "$NS_B" rsiw1 rsiw vb; }
+
+# crc_markers: rsiw0 set to require CRC and ask for markers, rsiw1 left
+# alone: their connection has CRC, markers on what rsiw0 receives only;
+# the module parameters and rsiw1 keep their values.
+crc_markers() {
+	echo 1 >$S/rsiw0/mpa_crc_required && echo 1 >$S/rsiw0/mpa_markers || return 1
+	connect_check rsiw1 "drv_mpa_rev 2 drv_crc 1 drv_markers_tx 0 drv_markers_rx 1 " || return 1
+	[ "$(cat /sys/module/rsiw/parameters/mpa_crc_required)" = N ] &&
+		[ "$(cat $S/rsiw1/mpa_crc_required)" = 0 ] && [ "$(cat $S/rsiw1/mpa_markers)" = 0 ]
+}
+
+# rev1: rsiw0 initiating with MPA revision 1 (no IRD/ORD negotiation).
+rev1() {
+	echo 0 >$S/rsiw0/mpa_crc_required && echo 0 >$S/rsiw0/mpa_markers &&
+		echo 1 >$S/rsiw0/mpa_rev || return 1
+	connect_check rsiw1 "drv_mpa_rev 1 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 "
+}
+
+# to_siw: rsiw0 (CRC required, revision 2) against upstream siw, which
+# has CRC off: siw takes the CRC rsiw's Request asks for.
+to_siw() {
+	echo 2 >$S/rsiw0/mpa_rev && echo 1 >$S/rsiw0/mpa_crc_required &&
+		del_dev rsiw1 && add_dev "$NS_B" siw0 siw vb || return 1
+	connect_check siw0 "drv_mpa_rev 2 drv_crc 1 "
+}
+
+cleanup() {
+	del_dev rsiw0 && del_dev siw0 && unload_rsiw && rmmod siw && topo_down
+	rm -rf "$WORK"
+}
+
+check "setup: rsiw0 and siw0, tracefs with the rsiw events" setup || ktap_exit_fail_msg "setup failed"
+check "rdma res show qp -dd: MPA terms, IRD/ORD and traffic of a live QP" details
+check "tracepoints: MPA result and QP state changes of a connection" traced
+check "tracepoint: the TERMINATE for a Send on an invalid QN" terminated
+check "tracepoints off: nothing traced" quiet
+check "settings: the module parameters' values; out of range refused" settings_start
+check "setup: rsiw1 in ns B instead of siw0" two_rsiw
+check "settings: rsiw0 with CRC and markers, rsiw1 without: CRC, markers to rsiw0 only" crc_markers
+check "settings: rsiw0 initiating with MPA revision 1" rev1
+check "settings: rsiw0 requiring CRC against siw" to_siw
+check "cleanup" cleanup
+ktap_finished
