@@ -3,7 +3,7 @@
 # rsiw top-level Makefile.  Kbuild reads ./Kbuild; this file is for people.
 #
 #   make          build (or reuse) the guest kernel, then rsiw.ko here
-#   make demo     boot a guest, load rsiw.ko, create devices, show them, run traffic
+#   make demo     boot two guests, rsiw in one and upstream siw in the other, run traffic both ways
 #   make check    the whole test suite (host + guest), ends in "N passed, N failed"
 #   make debug-check  the guest tests on the debug kernel only (KASAN, lockdep,
 #                 kmemleak; RSIW_DEBUG_TESTS="rsiw_x.sh ..." picks the tests)
@@ -38,7 +38,7 @@ clippy:
 	$(MAKE) -C "$$kdir" M=$(ROOT) $(KMAKE_VARS) CLIPPY=1 modules
 
 demo: module
-	@$(ROOT)/qemu-images/run $(ROOT)/tests/demo.sh
+	@RSIW_PAIR_CPUS=2 $(ROOT)/tests/run-pair -P tests/demo.sh
 
 check:
 	@$(ROOT)/tests/run-all
