@@ -94,6 +94,22 @@ impl CallCaps {
         4 + 2 * markers as usize + (payload as usize >> self.payload_shift) + 2 * sges
     }
 
+    /// The largest payload of one FPDU in a call with these caps, for a
+    /// connection's `limits`, a header of `hdr_len` octets and payload
+    /// from `sges` buffers: [`TxLimits::max_payload`], lowered where the
+    /// FPDU's worst case would not fit an empty call. The planner and a
+    /// sender that frames a message's rest directly
+    /// ([`TxPos::rest_in_one`]) must both use this figure: a batch TCP
+    /// took only part of is rebuilt by the planner, octet for octet.
+    pub fn max_payload(&self, limits: &TxLimits, hdr_len: usize, sges: usize) -> u32 {
+        self.payload_alone(
+            limits.max_payload(hdr_len),
+            hdr_len,
+            sges.max(1),
+            limits.mode.markers,
+        )
+    }
+
     /// The largest payload, at most `max`, of an FPDU whose worst case
     /// fits an empty call whatever the stream offset: a batch always
     /// starts, however many buffers the message has and however the
@@ -228,12 +244,7 @@ impl TxPos {
             batch: TxBatch::new(limits.mode, self.off, limits.budget()),
             seg: self.seg,
             hdr_len,
-            max_payload: caps.payload_alone(
-                limits.max_payload(hdr_len),
-                hdr_len,
-                sges.max(1),
-                limits.mode.markers,
-            ),
+            max_payload: caps.max_payload(limits, hdr_len, sges),
             whole: limits.large_fpdu,
             sges: sges.max(1),
             caps,

@@ -58,7 +58,8 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
     if !e.limits.mode.markers && e.job.term.is_none() {
-        if let Some(sg) = e.pos.rest_in_one(e.limits.max_payload(hdr_len)) {
+        let max = CAPS.max_payload(e.limits, hdr_len, e.job.src.buffers());
+        if let Some(sg) = e.pos.rest_in_one(max) {
             if let Some(sent) = send_rest_in_one(&mut e, &sg, stats, queued)? {
                 return Ok(sent);
             }

@@ -101,7 +101,7 @@ fn build(pos: &TxPos, lim: &TxLimits, caps: CallCaps, m: &Msg, i: usize, msn: u3
     let payload = m.payload(i);
     let mut crc = HostCrc32c::new();
     if !lim.mode.markers {
-        if let Some(sg) = pos.rest_in_one(lim.max_payload(hdr.len())) {
+        if let Some(sg) = pos.rest_in_one(caps.max_payload(lim, hdr.len(), m.bufs.len())) {
             let mut h = [0u8; 64];
             let hn = hdr.encode_segment(sg.last, sg.offset, &mut h).unwrap();
             let data = &payload[sg.offset as usize..(sg.offset + sg.len) as usize];
