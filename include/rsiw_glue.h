@@ -77,6 +77,7 @@ u8 rsiw_mpa_rev(void);
 bool rsiw_mpa_markers_wanted(void);
 bool rsiw_mpa_large_fpdu(void);
 bool rsiw_mpa_responder_waits(void);
+u32 rsiw_mpa_max_fpdu(void);
 
 struct nlattr *rsiw_res_driver_begin(struct sk_buff *msg);
 void rsiw_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool ok);

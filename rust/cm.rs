@@ -38,6 +38,10 @@ use crate::kif::rdma::iwcm::{CmEvent, CmEventKind};
 use crate::kif::sock::{SockEvents, SockRx, TcpState};
 use crate::qp::Endpoint;
 
+/// When the peer's silence is checked after a connection came up
+/// (milliseconds, each after the one before; see `Cep::wake_peer`).
+const WAKE_PEER_MS: [u32; 3] = [100, 400, 1600];
+
 mod accept;
 mod connect;
 mod establish;
@@ -68,7 +72,8 @@ pub struct Cep {
     close_req: AtomicBool,
     /// The peer's RTR arrived (peer-to-peer responder).
     rtr_seen: AtomicBool,
-    /// The MPA timeout fired: the work item fails the exchange.
+    /// The timeout fired: during the MPA exchange, the work item fails
+    /// it; once connected, it checks the peer's silence (`wake_peer`).
     timed_out: AtomicBool,
     #[pin]
     work: Work<Cep>,
@@ -125,6 +130,36 @@ impl Cep {
         // cancelled as it drops here, after the lock.
     }
 
+    /// Arms the first check of the peer's silence of the connection that
+    /// `phase` (just connected) holds.
+    fn arm_wake(self: &Arc<Self>, phase: &mut Phase) {
+        if let Phase::Rdma(c) = phase {
+            c.wake = Timeout::arm(self, WAKE_PEER_MS[0]).ok();
+            c.wakes = 1;
+        }
+    }
+
+    /// The peer of connection `c` has sent nothing since it came up: if we
+    /// sent FPDUs, the QP sends a zero length RDMA Write (its STag is not
+    /// checked, it places and completes nothing: RFC 5041 section 7.2,
+    /// the RTR of RFC 6581), and the check is armed again
+    /// ([`WAKE_PEER_MS`]) while the peer stays silent.
+    ///
+    /// Upstream siw's responder sends its MPA Reply before its QP takes
+    /// the socket's receive upcall, and its CM's upcall ignores data in
+    /// between: an initiator's first FPDU that arrives then waits in
+    /// the socket until more data comes. This is that data.
+    fn wake_peer(self: &Arc<Self>, c: &mut Connected) {
+        c.wake = None;
+        if !c.qp.wake_silent_peer() {
+            return;
+        }
+        if let Some(&ms) = WAKE_PEER_MS.get(c.wakes) {
+            c.wake = Timeout::arm(self, ms).ok();
+            c.wakes += 1;
+        }
+    }
+
     /// Schedules the endpoint's work.
     fn kick(self: &Arc<Self>) {
         let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
@@ -146,6 +181,14 @@ impl Cep {
             Phase::Rdma(_) if self.close_req.load(Ordering::Acquire) => {
                 drop(phase);
                 self.close(false);
+            }
+            Phase::Rdma(_) if self.timed_out.swap(false, Ordering::AcqRel) => {
+                if let Phase::Rdma(c) = &mut *phase {
+                    self.wake_peer(c);
+                }
+                drop(phase);
+                // Look at the rest too.
+                self.kick();
             }
             Phase::Rdma(c) if c.pending.is_some() && self.rtr_seen.load(Ordering::Acquire) => {
                 // Reported under the endpoint lock: a concurrent `close`

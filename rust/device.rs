@@ -6,7 +6,12 @@
 //! by `rdma link delete`, net device removal or module unload).
 
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{prelude::*, str::CStr, sync::Arc};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    str::CStr,
+    sync::{Arc, Mutex},
+};
 
 use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, Rsiw, NODE_DESC};
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
@@ -15,7 +20,7 @@ use crate::kif::{
     rdma::{self, link::LinkDriver, DeviceSetup, PortEvent, RegisteredDevice, NETDEV_PORT},
 };
 use crate::mem;
-use crate::qp::Qp;
+use crate::qp::{counter::Counters, Qp};
 
 /// Per-device state.
 #[pin_data]
@@ -40,6 +45,10 @@ pub struct Device {
     pub stats: Arc<Stats>,
     /// The connection manager's settings (sysfs `mpa_*`).
     pub settings: Arc<Settings>,
+    /// The per-QP counter sets (`rdma statistic qp`). Taken before a
+    /// QP's `tx` and `rx` locks, never while holding one.
+    #[pin]
+    pub counters: Mutex<Counters>,
 }
 
 /// Source of device ids; each new device takes the next.
@@ -88,6 +97,7 @@ impl LinkDriver for Link {
             mem_xa,
             stats,
             settings,
+            counters <- new_mutex!(Counters::new(), "rsiw::Device::counters"),
         }? Error);
         let setup = DeviceSetup {
             ndev,

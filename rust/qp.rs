@@ -75,6 +75,7 @@ use tx::TxState;
 
 pub use crate::state::qp::QpState;
 
+pub mod counter;
 mod create;
 pub mod details;
 pub mod orq;
@@ -163,10 +164,10 @@ pub struct Conn {
     pub crc: bool,
     /// Largest ULPDU of one FPDU we send (from the connection's EMSS).
     pub mulpdu: u32,
-    /// The peer takes FPDUs larger than a TCP segment: FPDUs we send
-    /// carry up to [`crate::wire::mpa::LARGE_FPDU_PAYLOAD`] payload octets
-    /// instead of what `mulpdu` allows.
-    pub large_fpdu: bool,
+    /// `Some(cap)`: the peer takes FPDUs larger than a TCP segment, and
+    /// FPDUs we send carry up to `cap` payload octets (the device's
+    /// `mpa_max_fpdu`) instead of what `mulpdu` allows.
+    pub large_fpdu: Option<u32>,
     /// Largest ULPDU_Length accepted from the peer (from the MSS we
     /// advertised, or any when we offered to take large FPDUs; a longer
     /// one is an MPA framing error).
@@ -565,6 +566,29 @@ impl Qp {
     /// The connection, if the QP has one.
     pub fn conn(&self) -> Option<Arc<Conn>> {
         self.conn.lock().clone()
+    }
+
+    /// For a connection whose peer has sent nothing yet: if we sent FPDUs,
+    /// sends a zero length RDMA Write, data the peer places and completes
+    /// nothing for (see `cm::Cep::wake_peer` for why). Whether the peer is
+    /// still silent (false once it sent something, or the QP left RTS).
+    pub fn wake_silent_peer(self: &Arc<Self>) -> bool {
+        if self.state() != QpState::Rts || self.rx.lock().received().fpdus > 0 {
+            return false;
+        }
+        let sent = {
+            let mut tx = self.tx.lock();
+            let sent = tx.sent().fpdus > 0;
+            if sent {
+                tx.request_rtr();
+            }
+            sent
+        };
+        if sent {
+            self.stats.inc(Counter::PeerWakeups);
+            self.schedule_tx();
+        }
+        true
     }
 
     /// Drops the connection: the socket's upcalls go back to TCP and the

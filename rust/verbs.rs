@@ -265,5 +265,28 @@ impl Driver for Rsiw {
 
     fn read_stats(dev: &Device<Self>, _port: u32, out: &mut [u64]) {
         dev.stats.read(out);
+        // The core adds what the per-QP counters hold.
+        let held = dev.counters.lock().attributed();
+        for (o, h) in out.iter_mut().zip(held) {
+            *o = o.saturating_sub(h);
+        }
+    }
+
+    const COUNTER_STATS: usize = stats::PER_QP;
+
+    fn counter_bind_qp(dev: &Device<Self>, id: u32, qp: &Arc<Qp>) -> Result<u32> {
+        dev.counters.lock().bind(id, qp)
+    }
+
+    fn counter_unbind_qp(dev: &Device<Self>, id: u32, qp: &Arc<Qp>) -> Result {
+        dev.counters.lock().unbind(id, qp)
+    }
+
+    fn counter_dealloc(dev: &Device<Self>, id: u32) {
+        dev.counters.lock().dealloc(id);
+    }
+
+    fn counter_read(dev: &Device<Self>, id: u32, out: &mut [u64]) -> Result {
+        dev.counters.lock().read(id, out)
     }
 }

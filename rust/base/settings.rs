@@ -29,28 +29,32 @@ pub enum Setting {
     /// As client-server responder, send nothing before the initiator's
     /// first FPDU (RFC 5044 7.1.2).
     ResponderWaits,
+    /// Payload octets of the largest FPDU sent when large FPDUs are in use.
+    MaxFpdu,
 }
 
 impl Setting {
     /// Every setting, in the order of [`Setting::NAMES`].
-    pub const ALL: [Setting; 6] = [
+    pub const ALL: [Setting; 7] = [
         Setting::CrcRequired,
         Setting::Markers,
         Setting::Rev,
         Setting::PeerToPeer,
         Setting::LargeFpdu,
         Setting::ResponderWaits,
+        Setting::MaxFpdu,
     ];
 
     /// The names of the settings (their module parameters and sysfs
     /// attributes), in the order of [`Setting::ALL`].
-    pub const NAMES: [&'static CStr; 6] = [
+    pub const NAMES: [&'static CStr; 7] = [
         c_str!("mpa_crc_required"),
         c_str!("mpa_markers"),
         c_str!("mpa_rev"),
         c_str!("mpa_peer_to_peer"),
         c_str!("mpa_large_fpdu"),
         c_str!("mpa_responder_waits"),
+        c_str!("mpa_max_fpdu"),
     ];
 
     /// The setting at `index` of [`Setting::ALL`].
@@ -67,14 +71,17 @@ impl Setting {
             Setting::PeerToPeer => params::mpa_peer_to_peer().into(),
             Setting::LargeFpdu => params::mpa_large_fpdu().into(),
             Setting::ResponderWaits => params::mpa_responder_waits().into(),
+            Setting::MaxFpdu => params::mpa_max_fpdu(),
         }
     }
 
     /// Whether `v` is a value of the setting: 1 or 2 for the revision,
-    /// 0 or 1 for the others.
+    /// 512 to 65507 for the largest FPDU (a 28-octet header still fits a
+    /// ULPDU), 0 or 1 for the others.
     fn valid(self, v: u32) -> bool {
         match self {
             Setting::Rev => v == 1 || v == 2,
+            Setting::MaxFpdu => (512..=65_507).contains(&v),
             _ => v <= 1,
         }
     }
@@ -96,10 +103,12 @@ pub struct MpaPolicy {
     pub large_fpdu: bool,
     /// See [`Setting::ResponderWaits`].
     pub responder_waits: bool,
+    /// See [`Setting::MaxFpdu`].
+    pub max_fpdu: u32,
 }
 
 /// The settings of one device.
-pub struct Settings([AtomicU32; 6]);
+pub struct Settings([AtomicU32; Setting::ALL.len()]);
 
 impl Settings {
     /// Not written yet: the setting follows its module parameter.
@@ -107,7 +116,7 @@ impl Settings {
 
     /// Settings that follow the module parameters.
     pub fn new() -> Self {
-        Self([const { AtomicU32::new(Self::FOLLOW) }; 6])
+        Self([const { AtomicU32::new(Self::FOLLOW) }; Setting::ALL.len()])
     }
 
     /// The value of `s` in effect.
@@ -137,6 +146,7 @@ impl Settings {
             peer_to_peer: self.get(Setting::PeerToPeer) != 0,
             large_fpdu: self.get(Setting::LargeFpdu) != 0,
             responder_waits: self.get(Setting::ResponderWaits) != 0,
+            max_fpdu: self.get(Setting::MaxFpdu),
         }
     }
 }

@@ -15,12 +15,16 @@ use crate::kif::rdma::stats::StatDescs;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
 pub enum Counter {
-    /// Messages sent (Send, Write, Read Request, Read Response, RTR).
-    TxMessages,
     /// FPDUs sent.
     TxFpdus,
     /// Payload octets sent (DDP segment payloads).
     TxPayload,
+    /// FPDUs received.
+    RxFpdus,
+    /// Payload octets received and placed.
+    RxPayload,
+    /// Messages sent (Send, Write, Read Request, Read Response, RTR).
+    TxMessages,
     /// Calls into TCP that sent FPDUs (several FPDUs go in one call).
     TxTcpSends,
     /// Sends TCP could not take at once (socket buffer full).
@@ -29,10 +33,6 @@ pub enum Counter {
     TxDoorbellRuns,
     /// Transmit runs on the workqueue.
     TxWorkRuns,
-    /// FPDUs received.
-    RxFpdus,
-    /// Payload octets received and placed.
-    RxPayload,
     /// Socket receive upcalls that carried data.
     RxUpcalls,
     /// FPDUs with a bad MPA CRC.
@@ -45,28 +45,36 @@ pub enum Counter {
     TerminatesReceived,
     /// Connections that reached RTS.
     ConnectionsEstablished,
+    /// Zero length Writes sent to wake a peer silent since the connection
+    /// came up (see `cm::Cep::wake_peer`).
+    PeerWakeups,
 }
 
 /// Number of counters.
-pub const NUM: usize = Counter::ConnectionsEstablished as usize + 1;
+pub const NUM: usize = Counter::PeerWakeups as usize + 1;
+
+/// Number of counters a QP keeps too (the first ones: FPDUs and payload
+/// octets each way), and so a per-QP counter of `rdma statistic qp`.
+pub const PER_QP: usize = Counter::RxPayload as usize + 1;
 
 /// The counters' names, in [`Counter`] order.
 pub static NAMES: StatDescs = StatDescs::new(&[
-    c_str!("tx_messages"),
     c_str!("tx_fpdus"),
     c_str!("tx_payload_bytes"),
+    c_str!("rx_fpdus"),
+    c_str!("rx_payload_bytes"),
+    c_str!("tx_messages"),
     c_str!("tx_tcp_sends"),
     c_str!("tx_tcp_full"),
     c_str!("tx_doorbell_runs"),
     c_str!("tx_work_runs"),
-    c_str!("rx_fpdus"),
-    c_str!("rx_payload_bytes"),
     c_str!("rx_upcalls"),
     c_str!("rx_crc_errors"),
     c_str!("rx_protocol_errors"),
     c_str!("terminates_sent"),
     c_str!("terminates_received"),
     c_str!("connections_established"),
+    c_str!("peer_wakeups"),
 ]);
 
 /// The counters of one device (per CPU: the data path of every QP adds

@@ -114,6 +114,7 @@ impl Requested {
                 tx: large_ok,
                 rx: large_ok,
             },
+            max_fpdu: self.policy.max_fpdu,
             ird,
             ord,
             rtr,
@@ -204,7 +205,8 @@ impl Phase {
             est.report(&id);
             None
         };
-        *self = Phase::Rdma(Connected { id, qp, pending });
+        *self = Phase::Rdma(Connected::new(id, qp, pending));
+        cep.arm_wake(self);
         Ok(())
     }
 

@@ -37,6 +37,8 @@ pub(super) struct Offer {
     pub(super) crc: bool,
     /// The M flag: we want markers in the FPDUs we receive.
     markers: bool,
+    /// The payload cap of the large FPDUs we send.
+    max_fpdu: u32,
 }
 
 impl Offer {
@@ -67,6 +69,7 @@ impl Offer {
             large_fpdu: large,
             crc: hdr.crc,
             markers: hdr.markers,
+            max_fpdu: pol.max_fpdu,
         };
         (offer, hdr, io)
     }
@@ -100,6 +103,7 @@ impl Offer {
                 tx: self.large_fpdu && peer.large_fpdu,
                 rx: self.large_fpdu,
             },
+            max_fpdu: self.max_fpdu,
             ird,
             ord,
             rtr: if p2p { Rtr::Send } else { Rtr::None },
@@ -189,11 +193,8 @@ impl Phase {
         }
         let resources = (terms.ird, terms.ord);
         report_reply(&id, 0, Some(addrs), &peer.pdata, resources);
-        *self = Phase::Rdma(Connected {
-            id,
-            qp,
-            pending: None,
-        });
+        *self = Phase::Rdma(Connected::new(id, qp, None));
+        cep.arm_wake(self);
         Ok(())
     }
 }

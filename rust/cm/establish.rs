@@ -52,6 +52,9 @@ pub(super) struct Terms {
     pub(super) markers: PerDir,
     /// FPDUs larger than a TCP segment.
     pub(super) large: PerDir,
+    /// The payload cap of the large FPDUs we send (the device's
+    /// `mpa_max_fpdu` when the exchange started).
+    pub(super) max_fpdu: u32,
     /// The connection's IRD (the QP's IRQ is sized for it).
     pub(super) ird: u32,
     /// The connection's ORD.
@@ -78,7 +81,7 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
             rx_markers: t.markers.rx,
             crc: t.crc,
             mulpdu: m,
-            large_fpdu: t.large.tx,
+            large_fpdu: t.large.tx.then_some(t.max_fpdu),
             rx_max_ulpdu: rx_max,
             send_rtr: t.rtr == Rtr::Send,
             await_rtr: AtomicBool::new(t.rtr == Rtr::Await),

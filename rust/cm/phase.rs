@@ -97,6 +97,10 @@ pub(super) struct Connected {
     /// Peer-to-peer responder: ESTABLISHED, reported once the initiator's
     /// RTR arrived.
     pub(super) pending: Option<Established>,
+    /// While the peer has sent nothing: the next check of its silence
+    /// (see `Cep::wake_peer`), and how many checks were armed.
+    pub(super) wake: Option<Timeout<Cep>>,
+    pub(super) wakes: usize,
 }
 
 /// ESTABLISHED as a responder reports it: at accept, or in the
@@ -126,6 +130,18 @@ impl Established {
 }
 
 impl Connected {
+    /// The connection of `qp` with CM id `id` (`pending`: see
+    /// [`Connected::pending`]), its first silence check not yet armed.
+    pub(super) fn new(id: CmId, qp: Arc<Qp>, pending: Option<Established>) -> Self {
+        Self {
+            id,
+            qp,
+            pending,
+            wake: None,
+            wakes: 0,
+        }
+    }
+
     /// The QP lost its connection, or the peer closed or reset its socket.
     pub(super) fn peer_closed(&self) -> bool {
         match self.qp.conn() {

@@ -152,4 +152,5 @@ extern "C" {
     pub(in crate::kif) fn rsiw_mpa_markers_wanted() -> bool;
     pub(in crate::kif) fn rsiw_mpa_large_fpdu() -> bool;
     pub(in crate::kif) fn rsiw_mpa_responder_waits() -> bool;
+    pub(in crate::kif) fn rsiw_mpa_max_fpdu() -> u32;
 }

@@ -37,6 +37,13 @@ pub fn mpa_large_fpdu() -> bool {
     unsafe { super::glue::rsiw_mpa_large_fpdu() }
 }
 
+/// The payload octets of the largest FPDU sent when large FPDUs are in
+/// use (`mpa_max_fpdu=`, 512 to 65507; the C glue refuses other values).
+pub fn mpa_max_fpdu() -> u32 {
+    // SAFETY: the glue function only does a READ_ONCE of a module global.
+    unsafe { super::glue::rsiw_mpa_max_fpdu() }
+}
+
 /// Whether a client-server responder sends nothing before the
 /// initiator's first FPDU arrived (`mpa_responder_waits=`, RFC 5044
 /// section 7.1.2).

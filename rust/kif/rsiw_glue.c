@@ -47,6 +47,31 @@ module_param(mpa_responder_waits, bool, 0644);
 MODULE_PARM_DESC(mpa_responder_waits,
 		 "As client-server responder, send no FPDU before the initiator's first (RFC 5044 7.1.2)");
 
+/* Payload octets of one large FPDU; the DDP/RDMAP header must still fit. */
+#define RSIW_MIN_MAX_FPDU 512
+#define RSIW_MAX_MAX_FPDU 65507
+
+static uint mpa_max_fpdu = 32768;
+
+static int mpa_max_fpdu_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, RSIW_MIN_MAX_FPDU, RSIW_MAX_MAX_FPDU);
+}
+
+static const struct kernel_param_ops mpa_max_fpdu_ops = {
+	.set = mpa_max_fpdu_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(mpa_max_fpdu, &mpa_max_fpdu_ops, &mpa_max_fpdu, 0644);
+MODULE_PARM_DESC(mpa_max_fpdu,
+		 "Payload octets of the largest FPDU sent when large FPDUs are in use: 512 to 65507 (default 32768)");
+
+u32 rsiw_mpa_max_fpdu(void)
+{
+	return READ_ONCE(mpa_max_fpdu);
+}
+
 bool rsiw_mpa_responder_waits(void)
 {
 	return READ_ONCE(mpa_responder_waits);

@@ -8,6 +8,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{c_str, prelude::*};
 
 use super::Qp;
+use crate::base::stats;
 use crate::kif::{rdma::restrack::ResDetails, trace};
 use crate::wire::error::TermCode;
 
@@ -75,6 +76,15 @@ impl Qp {
         trace::terminate(self.id(), received, code.layer, code.etype, code.code);
     }
 
+    /// The QP's own counts of the first [`stats::PER_QP`] device counters
+    /// (in their order: FPDUs and payload octets sent, then received), for
+    /// the per-QP counters of `rdma statistic qp`.
+    pub fn traffic(&self) -> [u64; stats::PER_QP] {
+        let tx = self.tx.lock().sent();
+        let rx = self.rx.lock().received();
+        [tx.fpdus, tx.payload, rx.fpdus, rx.payload]
+    }
+
     /// Adds the QP's details to its resource entry: IRD and ORD; with a
     /// connection, what MPA negotiated (revision, CRC, markers each way,
     /// the largest ULPDU sent, large FPDUs, peer-to-peer); the FPDUs and
@@ -92,7 +102,10 @@ impl Qp {
             d.u32(c_str!("markers_tx"), c.tx_markers.into())?;
             d.u32(c_str!("markers_rx"), c.rx_markers.into())?;
             d.u32(c_str!("mulpdu_tx"), c.mulpdu)?;
-            d.u32(c_str!("large_fpdu_tx"), c.large_fpdu.into())?;
+            d.u32(c_str!("large_fpdu_tx"), c.large_fpdu.is_some().into())?;
+            if let Some(cap) = c.large_fpdu {
+                d.u32(c_str!("max_fpdu_tx"), cap)?;
+            }
             d.u32(c_str!("peer_to_peer"), c.peer_to_peer.into())?;
         }
         let tx = self.tx.lock().sent();

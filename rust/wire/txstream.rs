@@ -34,18 +34,18 @@ pub struct TxLimits {
     pub mode: MpaMode,
     /// Largest ULPDU of one FPDU (from the connection's EMSS).
     pub mulpdu: u32,
-    /// The peer takes FPDUs larger than a TCP segment: FPDUs carry up to
-    /// [`LARGE_FPDU_PAYLOAD`] payload octets whatever `mulpdu` says, and a
-    /// send call never cuts one short.
-    pub large_fpdu: bool,
+    /// `Some(cap)`: the peer takes FPDUs larger than a TCP segment. FPDUs
+    /// carry up to `cap` payload octets (e.g. [`LARGE_FPDU_PAYLOAD`])
+    /// whatever `mulpdu` says, and a send call never cuts one short.
+    pub large_fpdu: Option<u32>,
 }
 
 impl TxLimits {
     /// The largest payload of one FPDU of a segment with a header of
     /// `hdr_len` octets (at least one octet).
     pub fn max_payload(&self, hdr_len: usize) -> u32 {
-        let max = if self.large_fpdu {
-            LARGE_FPDU_PAYLOAD
+        let max = if let Some(cap) = self.large_fpdu {
+            cap.min(MAX_ULPDU_LEN.saturating_sub(hdr_len as u32)).max(1)
         } else {
             self.mulpdu
                 .min(MAX_ULPDU_LEN)
@@ -59,12 +59,12 @@ impl TxLimits {
         }
     }
 
-    /// Octets of one send call at most.
+    /// Octets of one send call at most ([`LARGE_BATCH_BUDGET`] holds an
+    /// FPDU of any payload cap).
     pub fn budget(&self) -> u32 {
-        if self.large_fpdu {
-            LARGE_BATCH_BUDGET
-        } else {
-            BATCH_BUDGET
+        match self.large_fpdu {
+            Some(_) => LARGE_BATCH_BUDGET,
+            None => BATCH_BUDGET,
         }
     }
 }
@@ -245,7 +245,7 @@ impl TxPos {
             seg: self.seg,
             hdr_len,
             max_payload: caps.max_payload(limits, hdr_len, sges),
-            whole: limits.large_fpdu,
+            whole: limits.large_fpdu.is_some(),
             sges: sges.max(1),
             caps,
             fpdus: 0,
@@ -397,7 +397,7 @@ mod tests {
         TxLimits {
             mode: MpaMode { markers, crc: true },
             mulpdu,
-            large_fpdu,
+            large_fpdu: large_fpdu.then_some(LARGE_FPDU_PAYLOAD),
         }
     }
 
@@ -417,6 +417,15 @@ mod tests {
         assert_eq!(limits(true, 1448, false).max_payload(18), 1430);
         assert_eq!(limits(false, 1448, false).budget(), BATCH_BUDGET);
         assert_eq!(limits(false, 1448, true).budget(), LARGE_BATCH_BUDGET);
+        // A device's own cap on large FPDUs (`mpa_max_fpdu`).
+        let capped = |cap| TxLimits {
+            large_fpdu: Some(cap),
+            ..limits(false, 1448, true)
+        };
+        assert_eq!(capped(4096).max_payload(18), 4096);
+        assert_eq!(capped(65_535).max_payload(28), 65_507);
+        // the largest FPDU (ULPDU of 65535 octets, CRC) fits a call
+        assert!(capped(65_535).budget() >= 2 + 65_535 + 4);
     }
 
     #[test]

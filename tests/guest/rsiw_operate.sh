@@ -17,7 +17,7 @@ WORK=$(mktemp -d /tmp/rsiw-operate.XXXXXX)
 S=/sys/class/infiniband
 
 ktap_print_header
-ktap_set_plan 11
+ktap_set_plan 13
 
 setup() {
 	topo_up && load_rsiw && load_siw &&
@@ -65,7 +65,7 @@ connect_check() {
 # details: a live connection's QP shows what MPA negotiated and that data
 # moved both ways.
 details() {
-	connect_check siw0 "drv_ird [1-9][0-9]* drv_ord [1-9][0-9]* drv_mpa_rev 2 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 drv_mulpdu_tx [1-9][0-9]* drv_large_fpdu_tx 1 drv_peer_to_peer 0 " \
+	connect_check siw0 "drv_ird [1-9][0-9]* drv_ord [1-9][0-9]* drv_mpa_rev 2 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 drv_mulpdu_tx [1-9][0-9]* drv_large_fpdu_tx 1 drv_max_fpdu_tx 32768 drv_peer_to_peer 0 " \
 		"drv_tx_fpdus [1-9][0-9]* drv_tx_payload [1-9][0-9]* drv_rx_fpdus [1-9][0-9]* drv_rx_payload [1-9]"
 }
 
@@ -121,13 +121,16 @@ quiet() {
 # values out of range are refused and change nothing.
 settings_start() {
 	local rc=0 a
-	for a in mpa_crc_required:0 mpa_markers:0 mpa_rev:2 mpa_peer_to_peer:0 mpa_large_fpdu:1 mpa_responder_waits:0; do
+	for a in mpa_crc_required:0 mpa_markers:0 mpa_rev:2 mpa_peer_to_peer:0 mpa_large_fpdu:1 mpa_responder_waits:0 mpa_max_fpdu:32768; do
 		[ "$(cat $S/rsiw0/${a%:*})" = "${a#*:}" ] || { echo "rsiw0 ${a%:*}: $(cat $S/rsiw0/${a%:*})"; rc=1; }
 	done
 	! echo 3 >$S/rsiw0/mpa_rev 2>/dev/null || { echo "mpa_rev 3 taken"; rc=1; }
 	! echo 0 >$S/rsiw0/mpa_rev 2>/dev/null || { echo "mpa_rev 0 taken"; rc=1; }
 	! echo 2 >$S/rsiw0/mpa_crc_required 2>/dev/null || { echo "mpa_crc_required 2 taken"; rc=1; }
 	! echo x >$S/rsiw0/mpa_markers 2>/dev/null || { echo "mpa_markers x taken"; rc=1; }
+	! echo 511 >$S/rsiw0/mpa_max_fpdu 2>/dev/null || { echo "mpa_max_fpdu 511 taken"; rc=1; }
+	! echo 65508 >$S/rsiw0/mpa_max_fpdu 2>/dev/null || { echo "mpa_max_fpdu 65508 taken"; rc=1; }
+	! echo 1 >/sys/module/rsiw/parameters/mpa_max_fpdu 2>/dev/null || { echo "parameter mpa_max_fpdu 1 taken"; rc=1; }
 	[ "$(cat $S/rsiw0/mpa_rev)" = 2 ] && [ "$(cat $S/rsiw0/mpa_crc_required)" = 0 ] || rc=1
 	return $rc
 }
@@ -152,6 +155,75 @@ rev1() {
 	connect_check rsiw1 "drv_mpa_rev 1 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 "
 }
 
+# max_fpdu: rsiw0 set to send large FPDUs of 4096 payload octets at most:
+# its 64 KiB RDMA Writes to rsiw1 go out in FPDUs of 4096 octets
+# (payload per FPDU sent, from the QP's details), not of the 32 KiB the
+# default allows.
+max_fpdu() {
+	echo 2 >$S/rsiw0/mpa_rev && echo 4096 >$S/rsiw0/mpa_max_fpdu || return 1
+	in_b timeout 60 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 6 >/dev/null 2>&1 &
+	local s=$! c rc=0 line f p
+	wait_listen "$NS_B" $PORT || { kill $s; return 1; }
+	in_a timeout 50 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 6 "$IP_B" >"$WORK/perf.out" 2>&1 &
+	c=$!
+	qp_line "drv_large_fpdu_tx 1 drv_max_fpdu_tx 4096 " >/dev/null || rc=1
+	snooze 2
+	line=$(busiest)
+	wait $c || { cat "$WORK/perf.out"; rc=1; }
+	wait $s
+	echo 32768 >$S/rsiw0/mpa_max_fpdu
+	f=$(grep -oE 'drv_tx_fpdus [0-9]+' <<<"$line" | cut -d' ' -f2)
+	p=$(grep -oE 'drv_tx_payload [0-9]+' <<<"$line" | cut -d' ' -f2)
+	[ $rc = 0 ] && [ "${f:-0}" -gt 16 ] && [ $((p / f)) -le 4096 ] && [ $((p / f)) -gt 3000 ] || {
+		echo "tx: $f FPDUs, $p payload octets: $line"
+		return 1
+	}
+}
+
+# stat_of WHAT NAME: the value of counter NAME in `rdma statistic WHAT`.
+stat_of() { rdma statistic $1 2>/dev/null | grep -oE "$2 [0-9]+" | head -n 1 | cut -d' ' -f2; }
+
+# qp_counter: a live QP of rsiw0 bound by hand to a per-QP counter
+# (`rdma statistic qp bind`) counts the payload it sends from then on;
+# the port's count, which the core shows as the device's plus the
+# counters', moves as the QP's does (not twice as fast); the counter goes
+# when its QP is unbound.
+qp_counter() {
+	local n cn pa pb qa qb cb s c rc=0
+	in_b timeout 60 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 8 >/dev/null 2>&1 &
+	s=$!
+	wait_listen "$NS_B" $PORT || { kill $s; return 1; }
+	in_a timeout 50 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 8 "$IP_B" >"$WORK/perf.out" 2>&1 &
+	c=$!
+	qpay() { qp_line "lqpn $n .*drv_tx_payload" | grep -oE 'drv_tx_payload [0-9]+' | cut -d' ' -f2; }
+	qp_line "state RTS .*drv_tx_payload [1-9][0-9]{5}" >/dev/null || rc=1
+	n=$(busiest | grep -oE 'lqpn [0-9]+' | cut -d' ' -f2)
+	rdma statistic qp bind link rsiw0/1 lqpn "$n" || rc=1
+	snooze 0.5
+	pa=$(stat_of "show link rsiw0/1" tx_payload_bytes) qa=$(qpay)
+	snooze 2
+	qb=$(qpay) cb=$(stat_of "qp show link rsiw0/1" tx_payload_bytes)
+	pb=$(stat_of "show link rsiw0/1" tx_payload_bytes)
+	cn=$(rdma statistic qp show link rsiw0/1 | grep -oE 'cntn [0-9]+' | cut -d' ' -f2)
+	rdma statistic qp unbind link rsiw0/1 cntn "$cn" lqpn "$n" || rc=1
+	[ -z "$(rdma statistic qp show link rsiw0/1)" ] || rc=1
+	wait $c || { cat "$WORK/perf.out"; rc=1; }
+	wait $s
+	echo "QP $n: ${qa:-?} -> ${qb:-?}, port ${pa:-?} -> ${pb:-?}, counter $cn: ${cb:-?}"
+	[ $rc = 0 ] && [ -n "$qa" ] && [ -n "$qb" ] && [ -n "$pa" ] && [ -n "$pb" ] && [ -n "$cb" ] &&
+		[ $((qb - qa)) -gt 1048576 ] && [ "$cb" -ge $((qb - qa)) ] && [ "$cb" -le $((2 * qb)) ] &&
+		[ $((2 * (pb - pa))) -gt $((qb - qa)) ] && [ $((2 * (pb - pa))) -lt $((3 * (qb - qa))) ] ||
+		{ rdma statistic qp show; return 1; }
+}
+
+# busiest: rsiw0's QP line (`rdma res show qp -dd`) with the most payload
+# sent (perftest over rdma_cm has a second QP, for its handshake).
+busiest() {
+	rdma res show qp link rsiw0/1 -dd 2>/dev/null |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "drv_tx_payload") p = $(i + 1);
+			if (p + 0 >= best) { best = p + 0; line = $0 } } END { print line }'
+}
+
 # to_siw: rsiw0 (CRC required, revision 2) against upstream siw, which
 # has CRC off: siw takes the CRC rsiw's Request asks for.
 to_siw() {
@@ -174,6 +246,8 @@ check "settings: the module parameters' values; out of range refused" settings_s
 check "setup: rsiw1 in ns B instead of siw0" two_rsiw
 check "settings: rsiw0 with CRC and markers, rsiw1 without: CRC, markers to rsiw0 only" crc_markers
 check "settings: rsiw0 initiating with MPA revision 1" rev1
+check "settings: rsiw0 sending FPDUs of 4096 payload octets at most to rsiw1" max_fpdu
+check "rdma statistic qp: a per-QP counter counts its QP's traffic, once" qp_counter
 check "settings: rsiw0 requiring CRC against siw" to_siw
 check "cleanup" cleanup
 ktap_finished

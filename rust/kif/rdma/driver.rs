@@ -282,7 +282,41 @@ pub trait Driver: Sized + 'static {
 
     /// The current values of the counters of port `port`, in the order of
     /// [`Driver::STATS`] (`out` has one slot per name).
+    ///
+    /// With per-QP counters, the core shows a port's values as these plus
+    /// those of every counter, live or gone: leave out what the counters
+    /// count.
     fn read_stats(_dev: &Device<Self>, _port: u32, _out: &mut [u64]) {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// How many of [`Driver::STATS`] (the first ones) a per-QP counter of
+    /// `rdma statistic qp` has. (Implemented together with
+    /// [`Driver::counter_bind_qp`], [`Driver::counter_unbind_qp`],
+    /// [`Driver::counter_dealloc`] and [`Driver::counter_read`].)
+    const COUNTER_STATS: usize = 0;
+
+    /// Binds `qp` to per-QP counter `id`, or to a new counter when `id` is
+    /// 0; returns the counter's id (not 0, unique among the device's live
+    /// counters).
+    fn counter_bind_qp(_dev: &Device<Self>, _id: u32, _qp: &Arc<Self::Qp>) -> Result<u32> {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Unbinds `qp` from counter `id`; the counter keeps what it counted.
+    fn counter_unbind_qp(_dev: &Device<Self>, _id: u32, _qp: &Arc<Self::Qp>) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Counter `id` goes (no QP is bound to it any more); its values now
+    /// count with the port's (the core keeps them).
+    fn counter_dealloc(_dev: &Device<Self>, _id: u32) {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The values of counter `id` (`out` has [`Driver::COUNTER_STATS`]
+    /// slots).
+    fn counter_read(_dev: &Device<Self>, _id: u32, _out: &mut [u64]) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 }

@@ -153,6 +153,12 @@ impl TxState {
         self.rtr
     }
 
+    /// Queues a zero length RDMA Write, as the RTR is (see
+    /// `Qp::wake_silent_peer`).
+    pub(in crate::qp) fn request_rtr(&mut self) {
+        self.rtr = true;
+    }
+
     /// Takes the pending peer-to-peer RTR.
     pub(super) fn take_rtr(&mut self) -> bool {
         core::mem::take(&mut self.rtr)

@@ -278,7 +278,7 @@ proptest! {
         m in 0usize..4,
         off0 in prop_oneof![any::<u32>(), (0u32..4096).prop_map(|d| 0u32.wrapping_sub(d))],
         emss in prop_oneof![536u32..2000, 2000u32..65_536],
-        large_fpdu in any::<bool>(),
+        large_fpdu in prop::option::of(prop_oneof![Just(mpa::LARGE_FPDU_PAYLOAD), 512u32..=65_535]),
         pieces in 28usize..=32,
         scratch in 512usize..=2048,
         takes in prop::collection::vec(any::<u32>(), 1..8),
@@ -288,7 +288,7 @@ proptest! {
         let caps = CallCaps { pieces, scratch, payload_shift: 12 };
         let stream = send_all(&lim, caps, off0, &msgs, &takes);
         let cfg = RxConfig {
-            max_ulpdu: if large_fpdu { u16::MAX } else { lim.mulpdu as u16 },
+            max_ulpdu: if large_fpdu.is_some() { u16::MAX } else { lim.mulpdu as u16 },
             ..RxConfig::new(mode)
         };
         let mut d = Deframer::new(cfg, HostCrc32c::new(), off0);
@@ -325,7 +325,7 @@ fn first_fpdu_fits_an_empty_call_with_markers_and_six_buffers() {
         let lim = TxLimits {
             mode,
             mulpdu: mpa::mulpdu(emss, true),
-            large_fpdu: false,
+            large_fpdu: None,
         };
         for off in 0..512 {
             let mut pos = TxPos::new(off);

@@ -19,6 +19,7 @@ use super::{
     Driver,
 };
 
+mod counter;
 mod cq;
 mod device;
 mod iwcm;
@@ -35,10 +36,10 @@ fn op<F>(has: bool, f: F) -> Option<F> {
 }
 
 impl<T: Driver> Adapter<T> {
-    /// The operations table of driver `T`: an entry for each operation
-    /// it implements (`#[vtable]`'s `HAS_*` constants).
-    pub(super) fn ops() -> bindings::ib_device_ops {
-        // Optional operations come in groups the core uses together.
+    /// Optional operations come in groups the core uses together: a
+    /// driver implements all of a group or none (checked at build time).
+    #[inline(always)]
+    fn check_groups() {
         build_assert!(T::HAS_ALLOC_UCONTEXT == T::HAS_DEALLOC_UCONTEXT);
         build_assert!(
             T::HAS_CREATE_SRQ == T::HAS_DESTROY_SRQ
@@ -58,6 +59,21 @@ impl<T: Driver> Adapter<T> {
                 && iw == T::HAS_IW_DESTROY_LISTEN
                 && iw == T::HAS_IW_GET_QP
         );
+        let counters = T::HAS_COUNTER_BIND_QP;
+        build_assert!(
+            counters == T::HAS_COUNTER_UNBIND_QP
+                && counters == T::HAS_COUNTER_DEALLOC
+                && counters == T::HAS_COUNTER_READ
+                && (!counters || (T::HAS_READ_STATS && T::COUNTER_STATS > 0))
+        );
+    }
+
+    /// The operations table of driver `T`: an entry for each operation
+    /// it implements (`#[vtable]`'s `HAS_*` constants).
+    pub(super) fn ops() -> bindings::ib_device_ops {
+        Self::check_groups();
+        let iw = T::HAS_IW_CONNECT;
+        let counters = T::HAS_COUNTER_BIND_QP;
         let user = T::HAS_ALLOC_UCONTEXT;
         let stats = T::HAS_READ_STATS;
         bindings::ib_device_ops {
@@ -108,6 +124,11 @@ impl<T: Driver> Adapter<T> {
             iw_rem_ref: op(iw, Self::iw_rem_ref),
             alloc_hw_port_stats: op(stats, Self::alloc_hw_port_stats),
             get_hw_stats: op(stats, Self::get_hw_stats),
+            counter_bind_qp: op(counters, Self::counter_bind_qp),
+            counter_unbind_qp: op(counters, Self::counter_unbind_qp),
+            counter_dealloc: op(counters, Self::counter_dealloc),
+            counter_alloc_stats: op(counters, Self::counter_alloc_stats),
+            counter_update_stats: op(counters, Self::counter_update_stats),
             size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),
             size_ib_pd: size_of::<Obj<bindings::ib_pd, T::Pd>>(),
             size_ib_qp: size_of::<Obj<bindings::ib_qp, QpSlot<T>>>(),
