@@ -111,6 +111,34 @@ pair_rping_here() {
 	wait $s
 }
 
+# pair_cs_here PORT SERVER CLIENT: the command SERVER, which listens on
+# PORT, here (guest a), then the command CLIENT in guest b; both must
+# succeed. On failure prints both outputs.
+pair_cs_here() {
+	local out
+	out=$(mktemp)
+	timeout 60 $2 >"$out" 2>&1 &
+	local s=$!
+	wait_listen $$ "$1" 10 || { kill $s; cat "$out"; rm -f "$out"; return 1; }
+	pair_run "timeout 50 $3" 60 && wait $s || {
+		kill $s 2>/dev/null
+		echo "# server:"
+		cat "$out"
+		rm -f "$out"
+		return 1
+	}
+	rm -f "$out"
+}
+
+# pair_cs_there PORT SERVER CLIENT: the same with the server in guest b.
+pair_cs_there() {
+	pair_start "timeout 60 $2"
+	local id=$PAIR_ID
+	pair_run "wait_listen \$\$ $1 10" || { pair_stop $id; return 1; }
+	timeout 50 $3 || { pair_stop $id; return 1; }
+	pair_wait $id 30 >/dev/null || { pair_wait $id 1; return 1; }
+}
+
 # pair_rping_there PORT COUNT SIZE: the same with the server in guest b.
 pair_rping_there() {
 	pair_start "timeout 90 rping -s -a $RSIW_PEER -p $1 -C $2 -S $3 -V"
@@ -118,6 +146,41 @@ pair_rping_there() {
 	pair_run "wait_listen \$\$ $1 10" || { pair_stop $id; return 1; }
 	timeout 60 rping -c -a "$RSIW_PEER" -p "$1" -C "$2" -S "$3" -V || { pair_stop $id; return 1; }
 	pair_wait $id 30
+}
+
+# pair_diag PID: what a stuck RDMA program (PID, here) and both guests
+# show: the QPs' state and counts, the TCP connections' queues and the
+# program's kernel stack, guest b's perftest processes' too; for the
+# test's log.
+pair_diag() {
+	echo "# here (pid $1):"
+	rdma res show qp -dd
+	ss -tni
+	cat "/proc/$1/stack" 2>/dev/null
+	dmesg | tail -n 5
+	echo "# there:"
+	pair_run 'rdma res show qp -dd; ss -tni; dmesg | tail -n 5
+		for p in $(pgrep "^(ib_|rping)"); do echo "pid $p"; cat /proc/$p/stack; done' 30
+}
+
+# run_or_diag SECS COMMAND...: runs COMMAND; if it has not ended after
+# SECS, prints pair_diag for it, kills it and returns 124.
+run_or_diag() {
+	local secs=$1 pid i
+	shift
+	"$@" &
+	pid=$!
+	for ((i = 0; i < secs * 10; i++)); do
+		kill -0 $pid 2>/dev/null || {
+			wait $pid
+			return
+		}
+		sleep 0.1
+	done
+	pair_diag $pid >&2
+	kill $pid
+	wait $pid
+	return 124
 }
 
 # pair_perf_there PORT DEV_HERE DEV_THERE PROG ARGS...: a perftest run
@@ -129,7 +192,7 @@ pair_perf_there() {
 	pair_start "timeout 60 $* -R -F -d $there -p $port"
 	local id=$PAIR_ID
 	pair_run "wait_listen \$\$ $port 10" || { pair_stop $id; return 1; }
-	timeout 50 "$@" -R -F -d "$here" -p "$port" "$RSIW_PEER" 2>&1 || { pair_stop $id; return 1; }
+	run_or_diag 50 "$@" -R -F -d "$here" -p "$port" "$RSIW_PEER" 2>&1 || { pair_stop $id; return 1; }
 	pair_wait $id 30 >/dev/null
 }
 
@@ -141,6 +204,10 @@ pair_perf_here() {
 	timeout 60 "$@" -R -F -d "$here" -p "$port" >/dev/null 2>&1 &
 	local s=$!
 	wait_listen $$ "$port" 10 || { kill $s; return 1; }
-	pair_run "timeout 50 $* -R -F -d $there -p $port $RSIW_ADDR" 60 || { kill $s; return 1; }
+	pair_run "timeout 50 $* -R -F -d $there -p $port $RSIW_ADDR" 60 || {
+		pair_diag $s >&2
+		kill $s
+		return 1
+	}
 	wait $s
 }

@@ -3,8 +3,8 @@
 # rsiw across two guests (qemu-images/run-pair, tests/run-pair): guest a
 # runs this file, guest b runs pair_agent. Each guest has its own kernel
 # and a virtio-net NIC; rsiw in a talks to rsiw, then to upstream siw, in
-# b, in both roles: rping with data verified, perftest bandwidth and
-# latency.
+# b, in both roles: rping with data verified, the rdma_cm tools
+# (ucmatose, rdma_server/rdma_client), perftest bandwidth and latency.
 #
 # Cost: about 2 minutes of two one-vCPU guests (checks 96 s, measured).
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@
 PORT=7174
 
 ktap_print_header
-ktap_set_plan 21
+ktap_set_plan 27
 
 # peer_dev KIND: guest b's only device on eth0 is one of KIND (rsiw or
 # siw), named KIND0.
@@ -58,6 +58,20 @@ perf_all() {
 	check "rsiw (a) client, $1 (b) server: ib_write_lat 64 B" perf there "$1" ib_write_lat -s 64 -n 200
 }
 
+# cm_tools PEER WHERE: ucmatose (4 connections, 20 messages of 4 KiB
+# each way) and rdma_server/rdma_client, server WHERE (here: rsiw in a;
+# there: PEER in b).
+cm_tools() {
+	local p=$((PORT + 2)) sa c
+	sa=$(if [ "$2" = here ]; then echo "$RSIW_ADDR"; else echo "$RSIW_PEER"; fi)
+	c="rsiw (a) server, $1 (b) client"
+	[ "$2" = here ] || c="$1 (b) server, rsiw (a) client"
+	check "$c: ucmatose, 4 connections x 20 x 4 KiB" "pair_cs_$2" $p \
+		"ucmatose -b $sa -p $p -c 4 -C 20 -S 4096" "ucmatose -s $sa -p $p -c 4 -C 20 -S 4096"
+	check "$c: rdma_server, rdma_client" "pair_cs_$2" $p \
+		"rdma_server -s $sa -p $p" "rdma_client -s $sa -p $p"
+}
+
 setup() {
 	pair_up && load_rsiw && rdma link add rsiw0 type rsiw netdev eth0 && peer_dev rsiw
 }
@@ -65,14 +79,18 @@ setup() {
 check "setup: link up, rsiw0 in both guests" setup || ktap_exit_fail_msg "setup failed"
 check "rsiw (a) server, rsiw (b) client: rping -V 20 x 64 KB" pair_rping_here $PORT 20 65000
 check "rsiw (b) server, rsiw (a) client: rping -V 20 x 64 KB" pair_rping_there $PORT 20 65000
+cm_tools rsiw here
 perf_all rsiw0
 check "setup: siw0 instead of rsiw0 in guest b" peer_dev siw
 check "rsiw (a) server, siw (b) client: rping -V 20 x 64 KB" pair_rping_here $PORT 20 65000
 check "siw (b) server, rsiw (a) client: rping -V 20 x 64 KB" pair_rping_there $PORT 20 65000
 cleanup() {
+	echo "# rsiw0 woke a silent peer $(cat /sys/class/infiniband/rsiw0/ports/1/hw_counters/peer_wakeups) times"
 	rdma link delete rsiw0 && unload_rsiw &&
 		pair_run "rdma link delete siw0 && rmmod siw && rdma res show | grep -c . | grep -qx 0"
 }
+cm_tools siw here
+cm_tools siw there
 perf_all siw0
 check "cleanup: both guests' devices gone, no RDMA resource left in b" cleanup
 ktap_finished

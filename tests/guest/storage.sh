@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: GPL-2.0
+# Storage over RDMA for the guest tests: an iSER target (LIO, ib_isert) and
+# initiator (open-iscsi, ib_iser), an SMB Direct server (ksmbd) and client
+# (cifs), and data checks. Each function works in either guest of a pair,
+# on whatever iWARP device carries the guest's address (rsiw or siw).
+#
+# The guests' root file system is the host's, read-only: what the daemons
+# write (/etc/iscsi's node records, ksmbd's configuration) goes to tmpfs.
+
+STORE=/tmp/rsiw-store
+ISER_IQN=iqn.2026-11.org.rsiw:store
+LIO=/sys/kernel/config/target
+
+# iser_target_up ADDR: an iSCSI target ISER_IQN with one 32 MiB LUN (a
+# file on tmpfs), its portal ADDR:3260 on iSER, no authentication.
+#
+# LIO always opens an iSCSI/TCP portal on the address and port it is
+# given before iSER can be enabled there, and a software iWARP device
+# listens with a TCP socket of its own: on one network namespace the
+# two collide (EADDRINUSE). So the TCP portal is opened from a scratch
+# network namespace (LIO creates it in its caller's), where nothing
+# reaches it; isert listens in the initial one.
+iser_target_up() {
+	local t=$LIO/iscsi/$ISER_IQN/tpgt_1 np=$1:3260
+	modprobe target_core_mod && modprobe target_core_file &&
+		modprobe iscsi_target_mod && modprobe ib_isert || return 1
+	mkdir -p $STORE && truncate -s 32M $STORE/lun0 &&
+		mkdir -p $LIO/core/fileio_0/lun0 &&
+		echo "fd_dev_name=$STORE/lun0,fd_dev_size=33554432" >$LIO/core/fileio_0/lun0/control &&
+		echo 1 >$LIO/core/fileio_0/lun0/enable &&
+		mkdir -p $t/lun/lun_0 && ln -s $LIO/core/fileio_0/lun0 $t/lun/lun_0/store &&
+		unshare -n sh -c "sysctl -qw net.ipv4.ip_nonlocal_bind=1 && mkdir $t/np/$np" &&
+		echo 1 >$t/np/$np/iser &&
+		echo 0 >$t/attrib/authentication && echo 1 >$t/attrib/generate_node_acls &&
+		echo 0 >$t/attrib/demo_mode_write_protect && echo 1 >$t/enable
+}
+
+# iser_target_down: removes what iser_target_up made and unloads LIO.
+iser_target_down() {
+	local t=$LIO/iscsi/$ISER_IQN/tpgt_1 np
+	if [ -d $t ]; then
+		echo 0 >$t/enable
+		for np in $t/np/*; do
+			[ -d "$np" ] || continue
+			echo 0 >"$np/iser"
+			rmdir "$np"
+		done
+		rm -f $t/lun/lun_0/store
+		rmdir $t/lun/lun_0 $t $LIO/iscsi/$ISER_IQN
+	fi
+	# (the fabric's directory holds iscsi_target_mod)
+	[ ! -d $LIO/iscsi ] || rmdir $LIO/iscsi
+	[ ! -d $LIO/core/fileio_0/lun0 ] || rmdir $LIO/core/fileio_0/lun0 $LIO/core/fileio_0
+	rm -rf $STORE
+	unload ib_isert iscsi_target_mod target_core_file target_core_iblock target_core_mod
+}
+
+# unload MODULE...: removes each module in turn, waiting (5 s at most)
+# while it is still in use (sessions end in the background); shows lsmod
+# when one stays.
+unload() {
+	local m i
+	for m in "$@"; do
+		for ((i = 0; i < 50; i++)); do
+			lsmod | grep -q "^$m " || break
+			rmmod "$m" 2>/dev/null && break
+			sleep 0.1
+		done
+		lsmod | grep -q "^$m " && { lsmod; return 1; }
+	done
+	return 0
+}
+
+# iser_login ADDR: open-iscsi logs in to ISER_IQN at ADDR:3260 over iSER
+# and waits (20 s at most) for the session's SCSI disk.
+iser_login() {
+	local p=$1:3260 i
+	modprobe sd_mod && modprobe ib_iser || return 1
+	# open-iscsi keeps its node records under /etc/iscsi
+	if ! mountpoint -q /etc/iscsi; then
+		mkdir -p /tmp/etc-iscsi && cp -a /etc/iscsi/. /tmp/etc-iscsi/ &&
+			mount --bind /tmp/etc-iscsi /etc/iscsi || return 1
+	fi
+	mkdir -p /run/lock/iscsi && { pidof iscsid >/dev/null || iscsid; } || return 1
+	iscsiadm -m node -T $ISER_IQN -p "$p" -I iser -o new >/dev/null &&
+		timeout 60 iscsiadm -m node -T $ISER_IQN -p "$p" -I iser --login >/dev/null || return 1
+	iscsiadm -m session | grep -q "^iser: .*$ISER_IQN" || {
+		iscsiadm -m session
+		return 1
+	}
+	for ((i = 0; i < 100; i++)); do
+		iser_disk >/dev/null && return 0
+		sleep 0.2
+	done
+	echo "iser_login: no disk" >&2
+	return 1
+}
+
+# iser_disk: the block device of the iSCSI session's disk (/dev/sdX).
+iser_disk() {
+	local d
+	for d in /sys/class/iscsi_session/session*/device/target*/*/block/*; do
+		[ -b "/dev/${d##*/}" ] && { echo "/dev/${d##*/}"; return 0; }
+	done
+	return 1
+}
+
+# iser_logout: logs out of every session, deletes the node records,
+# stops iscsid and unloads the initiator.
+iser_logout() {
+	timeout 60 iscsiadm -m node --logoutall=all >/dev/null
+	iscsiadm -m node -o delete >/dev/null 2>&1
+	iscsiadm -k 0 2>/dev/null
+	for _ in $(seq 50); do pidof iscsid >/dev/null || break; sleep 0.1; done
+	! mountpoint -q /etc/iscsi || umount /etc/iscsi
+	modprobe -r ib_iser
+}
+
+NVMET=/sys/kernel/config/nvmet
+NVME_NQN=nqn.2026-11.org.rsiw:store
+
+# nvme_target_up ADDR: an NVMe-oF target (nvmet-rdma) with subsystem
+# NVME_NQN, one namespace on a memory-backed null_blk (1 GiB, allocated
+# as written), any host allowed, its port on ADDR:4420.
+nvme_target_up() {
+	modprobe null_blk memory_backed=1 gb=1 nr_devices=1 &&
+		modprobe nvmet && modprobe nvmet-rdma || return 1
+	local sub=$NVMET/subsystems/$NVME_NQN
+	mkdir $sub && echo 1 >$sub/attr_allow_any_host &&
+		mkdir $sub/namespaces/1 && echo /dev/nullb0 >$sub/namespaces/1/device_path &&
+		echo 1 >$sub/namespaces/1/enable &&
+		mkdir $NVMET/ports/1 && echo rdma >$NVMET/ports/1/addr_trtype &&
+		echo ipv4 >$NVMET/ports/1/addr_adrfam && echo "$1" >$NVMET/ports/1/addr_traddr &&
+		echo 4420 >$NVMET/ports/1/addr_trsvcid &&
+		ln -s $sub $NVMET/ports/1/subsystems/$NVME_NQN
+}
+
+# nvme_target_down: removes what nvme_target_up made, unloads the target.
+nvme_target_down() {
+	rm -f $NVMET/ports/1/subsystems/$NVME_NQN
+	rmdir $NVMET/ports/1 $NVMET/subsystems/$NVME_NQN/namespaces/1 $NVMET/subsystems/$NVME_NQN
+	modprobe -r nvmet-rdma nvmet null_blk
+}
+
+# nvme_connect ADDR: the NVMe-oF host (nvme-rdma) connects to NVME_NQN at
+# ADDR:4420 and waits (20 s at most) for its namespace's block device.
+nvme_connect() {
+	modprobe nvme-rdma &&
+		echo "transport=rdma,traddr=$1,trsvcid=4420,nqn=$NVME_NQN" >/dev/nvme-fabrics || return 1
+	for _ in $(seq 100); do
+		nvme_disk >/dev/null && return 0
+		sleep 0.2
+	done
+	echo "nvme_connect: no namespace" >&2
+	return 1
+}
+
+# nvme_disk: the block device of the connected controller's namespace.
+nvme_disk() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] || continue
+		[ -b "/dev/${c##*/}n1" ] && { echo "/dev/${c##*/}n1"; return 0; }
+	done
+	return 1
+}
+
+# nvme_disconnect: deletes the controller and unloads the host.
+nvme_disconnect() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] && echo 1 >"$c/delete_controller"
+	done
+	modprobe -r nvme-rdma
+}
+
+# blk_data DEV: writes 3 MiB of random data to DEV with O_DIRECT, 1 MiB
+# each with 4 KiB, 64 KiB and 1 MiB blocks at different offsets, reads
+# each back with another block size and compares.
+blk_data() {
+	local pat=/tmp/blk.pat bs rbs off=0
+	head -c 1048576 /dev/urandom >$pat || return 1
+	for bs in 4096:1048576 65536:4096 1048576:65536; do
+		rbs=${bs#*:} bs=${bs%:*}
+		dd if=$pat of="$1" bs="$bs" seek=$((off / bs)) oflag=direct conv=notrunc status=none &&
+			dd if="$1" of=$pat.back bs="$rbs" skip=$((off / rbs)) count=$((1048576 / rbs)) \
+				iflag=direct status=none &&
+			cmp $pat $pat.back || { rm -f $pat $pat.back; return 1; }
+		off=$((off + 4194304))
+	done
+	rm -f $pat $pat.back
+}
+
+# smb_server_up: ksmbd serving $STORE/share (read-write) to user rsiw,
+# SMB Direct on its RDMA listener (port 5445 on iWARP).
+smb_server_up() {
+	local c=$STORE/etc
+	modprobe ksmbd && mkdir -p $c $STORE/share || return 1
+	cat >$c/ksmbd.conf <<EOF
+[global]
+	server min protocol = SMB3
+[share]
+	path = $STORE/share
+	read only = no
+	force user = root
+	force group = root
+EOF
+	ksmbd.adduser -c $c/ksmbd.conf -i $c/users.db -a rsiw -p rsiw-test >/dev/null &&
+		ksmbd.mountd -c $c/ksmbd.conf -u $c/users.db || return 1
+	wait_listen $$ 445 10
+}
+
+# smb_server_down: stops ksmbd and unloads it.
+smb_server_down() {
+	ksmbd.control -s >/dev/null 2>&1
+	for _ in $(seq 50); do pidof ksmbd.mountd >/dev/null || break; sleep 0.1; done
+	rm -rf $STORE
+	unload ksmbd
+}
+
+# smb_mount ADDR: mounts the share of ADDR on $STORE/mnt with SMB Direct
+# and checks that the session runs on RDMA.
+smb_mount() {
+	mkdir -p $STORE/mnt &&
+		timeout 60 mount -t cifs "//$1/share" $STORE/mnt \
+			-o rdma,vers=3.1.1,username=rsiw,password=rsiw-test,cache=none || return 1
+	grep -q 'SMBDirect' /proc/fs/cifs/DebugData || {
+		echo "smb_mount: the session is not on SMB Direct" >&2
+		return 1
+	}
+}
+
+# smb_umount: unmounts and unloads the client.
+smb_umount() {
+	umount $STORE/mnt && rm -rf $STORE && unload cifs
+}
+
+# make_tree DIR: a tree of 3 directories with 8 files each of 1 byte to
+# 512 KiB of random data.
+make_tree() {
+	local d f
+	for d in a a/b c; do
+		mkdir -p "$1/$d" || return 1
+		for f in 1 2 3 4 5 6 7 8; do
+			head -c $(((RANDOM * 16 + RANDOM % 16) % 524288 + 1)) /dev/urandom >"$1/$d/f$f" || return 1
+		done
+	done
+}
+
+# tree_sums DIR: the SHA-256 sums of the files under DIR, by relative path.
+tree_sums() { (cd "$1" && find . -type f | sort | xargs sha256sum); }
