@@ -14,6 +14,8 @@
 #                 results/bench-<date>/ (BENCH_REPS, BENCH_DRIVERS, ... : see tests/bench/bench.sh)
 #   make lat-pair rsiw vs siw ping-pong latency with both drivers' connections up
 #                 at once, alternating every few iterations (tests/bench/latpair.sh)
+#   make distance two guests at 20 and 50 ms RTT: rsiw's bandwidth against
+#                 TCP's, RDMA Reads in flight (tests/guest/pair_distance.sh, ~4 min)
 #   make latency-split  where a one-way ping-pong message's time goes, rsiw vs siw
 #                 (kprobe timestamps, one guest, ~3 min; see tests/bench/latency-split.sh)
 
@@ -22,7 +24,7 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile fuzz miri
+.PHONY: all module kernel demo check distance debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile fuzz miri
 
 all: module
 
@@ -42,6 +44,9 @@ demo: module
 
 check:
 	@$(ROOT)/tests/run-all
+
+distance: module
+	@$(ROOT)/tests/run-pair tests/guest/pair_distance.sh
 
 debug-check:
 	@cargo build -q --release -p hostile-peer -p iwarp
