@@ -196,19 +196,41 @@ use_pair() {
 	add_dev "$NS_A" "${1}a" "$1" va && add_dev "$NS_B" "${1}b" "$1" vb && USE_PAIR=$1
 }
 
-# guest_prog NAME: prints the path of the test program built from NAME.c
-# in this directory: the one built on the host before the boot
+# guest_prog NAME: prints the path of the test program (or, for NAME.so,
+# library) built from NAME.c in this directory: the one built on the host before the boot
 # (tests/guest/Makefile, into RSIW_PROG_DIR) when it is newer than its
 # source, else one built here into a new temporary directory.
 RSIW_PROG_DIR=${RSIW_PROG_DIR:-$RSIW_REPO/target/guest}
 guest_prog() {
 	local out=$RSIW_PROG_DIR
-	if [ ! -x "$out/$1" ] || [ "$RSIW_TESTDIR/$1.c" -nt "$out/$1" ]; then
+	if [ ! -x "$out/$1" ] || [ "$RSIW_TESTDIR/${1%.so}.c" -nt "$out/$1" ]; then
 		out=$(mktemp -d)
 		make -s -C "$RSIW_TESTDIR" OUTPUT="$out" KSFT_DIR="$KSFT_DIR" "$out/$1" >&2 || return 1
 	fi
 	echo "$out/$1"
 }
+
+# perftest_wrap: puts a directory first in PATH whose ib_*_bw and ib_*_lat
+# run perftest's with perftest_retry.so preloaded (see perftest_retry.c:
+# a client whose test connection comes before its server listens again
+# is refused, and perftest's own retry crashes). Set up once a boot.
+PERFTEST_WRAP=/tmp/rsiw-perftest-wrap
+perftest_wrap() {
+	local shim n real
+	if [ ! -x "$PERFTEST_WRAP/ib_write_bw" ]; then
+		shim=$(guest_prog perftest_retry.so) && mkdir -p "$PERFTEST_WRAP.new" || return 1
+		for n in ib_{read,write,send,atomic}_{bw,lat}; do
+			real=$(PATH=${PATH//$PERFTEST_WRAP:/} command -v $n) || continue
+			printf '#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' "$shim" "$real" >"$PERFTEST_WRAP.new/$n" &&
+				chmod +x "$PERFTEST_WRAP.new/$n" || return 1
+		done
+		mv -T "$PERFTEST_WRAP.new" "$PERFTEST_WRAP" 2>/dev/null || [ -x "$PERFTEST_WRAP/ib_write_bw" ] || return 1
+	fi
+	[[ :$PATH: == *:$PERFTEST_WRAP:* ]] || export PATH=$PERFTEST_WRAP:$PATH
+}
+if command -v ib_write_bw >/dev/null; then
+	perftest_wrap || echo "# perftest_wrap failed: perftest runs without perftest_retry.so" >&2
+fi
 
 load_rsiw() { lsmod | grep -q '^rsiw ' || insmod "$RSIW_KO" "$@"; }
 unload_rsiw() { ! lsmod | grep -q '^rsiw ' || rmmod rsiw; }
