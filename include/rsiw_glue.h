@@ -79,6 +79,7 @@ bool rsiw_mpa_large_fpdu(void);
 bool rsiw_mpa_responder_waits(void);
 u32 rsiw_mpa_max_fpdu(void);
 
+struct iw_cm_id *rsiw_rdma_iw_cm_id(struct rdma_cm_id *id);
 struct nlattr *rsiw_res_driver_begin(struct sk_buff *msg);
 void rsiw_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool ok);
 

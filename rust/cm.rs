@@ -21,7 +21,25 @@
 //! - `accept`: the responder (the Request, `iw_accept`, `iw_reject`);
 //! - `establish`: what an exchange settles, and the move of the socket
 //!   into the QP, which enters RTS;
-//! - `listener`: listening sockets (`iw_create_listen`).
+//! - `listener`: listening sockets (`iw_create_listen`);
+//! - `ids`: the CM ids rsiw holds on a device ([`CmIds`]), each entered
+//!   with its details while held;
+//! - `details`: what such an id shows in `rdma resource show cm_id -dd`.
+//!
+//! # Locks
+//!
+//! In the order they nest (a lock is taken only while holding locks above
+//! it in this list, never one below it):
+//!
+//! 1. `Cep::phase` (mutex): where the endpoint is in its life. The MPA
+//!    exchange moves the QP to RTS under it (the QP's locks come next:
+//!    see [`crate::qp`]).
+//! 2. Leaves, under which nothing is taken, never held together:
+//!    `CmDetails::now` (mutex), what a CM id shows, updated under the
+//!    phase and read by the resource dump alone; and [`CmIds`]' `slots`
+//!    (irqsave spinlock), the device's registry, taken as an id is held or
+//!    let go (under the phase, or alone: a listener may go anywhere) and
+//!    by the dump, which copies an entry out and reads its details after.
 //!
 //! [`Conn`]: crate::qp::Conn
 
@@ -44,13 +62,16 @@ const WAKE_PEER_MS: [u32; 3] = [100, 400, 1600];
 
 mod accept;
 mod connect;
+mod details;
 mod establish;
+mod ids;
 mod listener;
 mod mpa;
 mod phase;
 
 pub(crate) use accept::{accept, reject};
 pub(crate) use connect::connect;
+pub use ids::CmIds;
 pub use listener::Listener;
 pub(crate) use listener::{create_listen, destroy_listen};
 
@@ -151,8 +172,11 @@ impl Cep {
     /// the socket until more data comes. This is that data.
     fn wake_peer(self: &Arc<Self>, c: &mut Connected) {
         c.wake = None;
-        if !c.qp.wake_silent_peer() {
+        let Some(woken) = c.qp.wake_silent_peer() else {
             return;
+        };
+        if woken {
+            c.id.details().peer_woken();
         }
         if let Some(&ms) = WAKE_PEER_MS.get(c.wakes) {
             c.wake = Timeout::arm(self, ms).ok();

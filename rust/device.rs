@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The rsiw device: its state (the object tables: QPs by number, memory
-//! by STag index; the quotas and counters), its links and its life cycle
-//! (created by `rdma link add`, reacting to its net device events, removed
-//! by `rdma link delete`, net device removal or module unload).
+//! by STag index, the CM ids held; the quotas and counters), its links
+//! and its life cycle (created by `rdma link add`, reacting to its net
+//! device events, removed by `rdma link delete`, net device removal or
+//! module unload).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -14,6 +15,7 @@ use kernel::{
 };
 
 use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, Rsiw, NODE_DESC};
+use crate::cm::CmIds;
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
     net::{NetDev, NetdevEvent},
@@ -45,6 +47,9 @@ pub struct Device {
     pub stats: Arc<Stats>,
     /// The connection manager's settings (sysfs `mpa_*`).
     pub settings: Arc<Settings>,
+    /// The CM ids the connection manager holds, with what each shows in
+    /// `rdma resource show cm_id -dd` (its lock: see [`crate::cm`]).
+    pub cm_ids: Arc<CmIds>,
     /// The per-QP counter sets (`rdma statistic qp`). Taken before a
     /// QP's `tx` and `rx` locks, never while holding one.
     #[pin]
@@ -87,6 +92,7 @@ impl LinkDriver for Link {
         let stats = Arc::new(Stats::new()?, GFP_KERNEL)?;
         let quotas = Arc::new(Quotas::new(), GFP_KERNEL)?;
         let settings = Arc::new(Settings::new(), GFP_KERNEL)?;
+        let cm_ids = Arc::pin_init(CmIds::new(), GFP_KERNEL)?;
         let dev = try_pin_init!(Device {
             mac,
             dev_id,
@@ -97,6 +103,7 @@ impl LinkDriver for Link {
             mem_xa,
             stats,
             settings,
+            cm_ids,
             counters <- new_mutex!(Counters::new(), "rsiw::Device::counters"),
         }? Error);
         let setup = DeviceSetup {

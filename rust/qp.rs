@@ -570,11 +570,12 @@ impl Qp {
 
     /// For a connection whose peer has sent nothing yet: if we sent FPDUs,
     /// sends a zero length RDMA Write, data the peer places and completes
-    /// nothing for (see `cm::Cep::wake_peer` for why). Whether the peer is
-    /// still silent (false once it sent something, or the QP left RTS).
-    pub fn wake_silent_peer(self: &Arc<Self>) -> bool {
+    /// nothing for (see `cm::Cep::wake_peer` for why). `None` once the
+    /// peer sent something (or the QP left RTS); while it is silent,
+    /// whether the Write went out.
+    pub fn wake_silent_peer(self: &Arc<Self>) -> Option<bool> {
         if self.state() != QpState::Rts || self.rx.lock().received().fpdus > 0 {
-            return false;
+            return None;
         }
         let sent = {
             let mut tx = self.tx.lock();
@@ -588,7 +589,7 @@ impl Qp {
             self.stats.inc(Counter::PeerWakeups);
             self.schedule_tx();
         }
-        true
+        Some(sent)
     }
 
     /// Drops the connection: the socket's upcalls go back to TCP and the

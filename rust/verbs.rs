@@ -20,7 +20,7 @@ use crate::kif::{
         attr::{DeviceCaps, Mtu, PortInfo},
         cq::CreateCq,
         handle::QpHandle,
-        iwcm::{CmId, ConnParam},
+        iwcm::{CmId, CmIdKey, ConnParam},
         mr::{RegUserMr, ReregUserMr},
         qp::{CreateQp, QpModify, QpQuery},
         restrack::ResDetails,
@@ -229,12 +229,12 @@ impl Driver for Rsiw {
 
     fn iw_connect(dev: &Device<Self>, id: CmId, p: ConnParam) -> Result {
         let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        cm::connect(qp, id, p, &dev.settings.policy())
+        cm::connect(qp, id, p, &dev.settings.policy(), &dev.cm_ids)
     }
 
     fn iw_accept(dev: &Device<Self>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
         let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        cm::accept(qp, cep, id, p)
+        cm::accept(qp, cep, id, p, &dev.cm_ids)
     }
 
     fn iw_reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
@@ -242,7 +242,7 @@ impl Driver for Rsiw {
     }
 
     fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
-        cm::create_listen(dev.ifindex, dev.settings.clone(), id, backlog)
+        cm::create_listen(dev.ifindex, dev.settings.clone(), id, backlog, &dev.cm_ids)
     }
 
     fn iw_destroy_listen(l: Arc<Listener>) {
@@ -251,6 +251,10 @@ impl Driver for Rsiw {
 
     fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
         dev.qp_xa.get(qpn).map(|q| q.handle().clone())
+    }
+
+    fn fill_res_cm_id(dev: &Device<Self>, id: CmIdKey, d: &mut ResDetails<'_>) -> Result {
+        dev.cm_ids.fill(id, d)
     }
 
     const ATTRS: &'static [&'static CStr] = &Setting::NAMES;

@@ -14,7 +14,9 @@ use crate::wire::connect::{
     max_user_pdata, FrameKind, IrdOrd, MpaRr, RtrType, RES_LARGE_FPDU, REVISION_1, REVISION_2,
 };
 
+use super::details::Role;
 use super::establish::{establish, PerDir, Rtr, Terms};
+use super::ids::{CmIds, HeldId};
 use super::mpa::{send_rr, Peer};
 use super::phase::{Connected, Established, Incoming, Phase, Requested};
 use super::Cep;
@@ -178,7 +180,8 @@ impl Phase {
     /// the Reply's checks leaves the endpoint closed: the CM puts its id
     /// back to IDLE when accept fails, and no event may reach it any more
     /// (a CLOSE there is a BUG() in the CM).
-    fn accept(&mut self, cep: &Arc<Cep>, qp: Arc<Qp>, id: CmId, p: &ConnParam) -> Result {
+    fn accept(&mut self, cep: &Arc<Cep>, qp: Arc<Qp>, id: HeldId, p: &ConnParam) -> Result {
+        id.details().set_phase(self.name());
         let Phase::AwaitAccept(req) = self else {
             return Err(EINVAL);
         };
@@ -194,7 +197,7 @@ impl Phase {
             ird: terms.ird,
             ord: terms.ord,
         };
-        establish(cep, &qp, req.sock, id.clone(), &terms)?;
+        establish(cep, &qp, req.sock, CmId::clone(&id), &terms)?;
         let pending = if terms.rtr == Rtr::Await {
             Some(est)
         } else {
@@ -205,7 +208,8 @@ impl Phase {
             est.report(&id);
             None
         };
-        *self = Phase::Rdma(Connected::new(id, qp, pending));
+        *self = Phase::Rdma(Connected::new(id, qp, pending, &terms));
+        self.show();
         cep.arm_wake(self);
         Ok(())
     }
@@ -226,8 +230,15 @@ impl Phase {
 }
 
 /// `iw_accept`: answer the connect request of `cep` and move `qp` (the QP
-/// `p.qpn` names) to RTS.
-pub(crate) fn accept(qp: Arc<Qp>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
+/// `p.qpn` names) to RTS; the id is held in the device's `ids`.
+pub(crate) fn accept(
+    qp: Arc<Qp>,
+    cep: Arc<Cep>,
+    id: CmId,
+    p: ConnParam,
+    ids: &Arc<CmIds>,
+) -> Result {
+    let id = HeldId::new(ids, id, Role::Responder { qpn: qp.id() })?;
     let mut phase = cep.phase.lock();
     phase.accept(&cep, qp, id, &p)
 }

@@ -17,7 +17,9 @@ use crate::wire::connect::{
 use crate::wire::error::LlpError;
 use crate::wire::mpa::MpaMode;
 
+use super::details::Role;
 use super::establish::{establish, PerDir, Rtr, Terms};
+use super::ids::{CmIds, HeldId};
 use super::mpa::{send_rr, send_setup_terminate, Peer};
 use super::phase::{Connected, Exchange, Outgoing, Phase};
 use super::Cep;
@@ -187,21 +189,29 @@ impl Phase {
             report_reply(&id, refused, Some(addrs), &peer.pdata, (0, 0));
             return Ok(());
         }
-        if let Err(e) = establish(cep, &qp, mpa.sock, id.clone(), &terms) {
+        if let Err(e) = establish(cep, &qp, mpa.sock, CmId::clone(&id), &terms) {
             report_reply(&id, e.to_errno(), None, &[], (0, 0));
             return Err(e);
         }
         let resources = (terms.ird, terms.ord);
         report_reply(&id, 0, Some(addrs), &peer.pdata, resources);
-        *self = Phase::Rdma(Connected::new(id, qp, None));
+        *self = Phase::Rdma(Connected::new(id, qp, None, &terms));
+        self.show();
         cep.arm_wake(self);
         Ok(())
     }
 }
 
 /// `iw_connect`: connect `qp` (the QP `p.qpn` names) to the CM id's
-/// remote address, as the device's settings `pol` ask.
-pub(crate) fn connect(qp: Arc<Qp>, id: CmId, p: ConnParam, pol: &MpaPolicy) -> Result {
+/// remote address, as the device's settings `pol` ask; the id is held in
+/// the device's `ids`.
+pub(crate) fn connect(
+    qp: Arc<Qp>,
+    id: CmId,
+    p: ConnParam,
+    pol: &MpaPolicy,
+    ids: &Arc<CmIds>,
+) -> Result {
     let rev = if pol.rev == REVISION_1 {
         REVISION_1
     } else {
@@ -227,7 +237,10 @@ pub(crate) fn connect(qp: Arc<Qp>, id: CmId, p: ConnParam, pol: &MpaPolicy) -> R
     sock.set_nodelay();
     let (offer, hdr, io) = Offer::request(rev, &p, pol);
     let mpa = Exchange::new(sock, FrameKind::Reply);
-    let cep = Cep::new(Phase::AwaitReply(Outgoing { mpa, id, qp, offer }))?;
+    let id = HeldId::new(ids, id, Role::Initiator { qpn: qp.id() })?;
+    let phase = Phase::AwaitReply(Outgoing { mpa, id, qp, offer });
+    phase.show();
+    let cep = Cep::new(phase)?;
     {
         let mut phase = cep.phase.lock();
         let mpa = phase.exchange().ok_or(EINVAL)?;

@@ -63,6 +63,13 @@ pub(super) struct Terms {
     pub(super) rtr: Rtr,
 }
 
+impl Terms {
+    /// The connection follows the peer-to-peer model (RFC 6581).
+    pub(super) fn peer_to_peer(&self) -> bool {
+        matches!(self.rtr, Rtr::Send | Rtr::Await)
+    }
+}
+
 /// Hands `sock` to `qp` as its connection on the terms `t` (CM id `id`;
 /// `cep` reports the close) and moves the QP to RTS.
 pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t: &Terms) -> Result {
@@ -76,7 +83,7 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
         Conn {
             sock,
             mpa_rev: t.rev,
-            peer_to_peer: matches!(t.rtr, Rtr::Send | Rtr::Await),
+            peer_to_peer: t.peer_to_peer(),
             tx_markers: t.markers.tx,
             rx_markers: t.markers.rx,
             crc: t.crc,

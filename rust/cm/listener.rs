@@ -15,6 +15,8 @@ use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::{SockEvents, SockRx, Socket, TcpState};
 use crate::wire::connect::FrameKind;
 
+use super::details::Role;
+use super::ids::{CmIds, HeldId};
 use super::phase::{Exchange, Incoming, Phase};
 use super::Cep;
 
@@ -23,7 +25,7 @@ use super::Cep;
 pub struct Listener {
     sock: Socket,
     /// The listening CM id, which gets the connect requests.
-    pub(super) id: CmId,
+    pub(super) id: HeldId,
     /// The device's settings (read as each Request arrives).
     pub(super) settings: Arc<Settings>,
     #[pin]
@@ -69,12 +71,14 @@ impl SockEvents for Listener {
 }
 
 /// `iw_create_listen` on the device whose net device has interface index
-/// `ifindex` and whose settings are `settings`.
+/// `ifindex` and whose settings are `settings`; the id is held in the
+/// device's `ids`.
 pub(crate) fn create_listen(
     ifindex: i32,
     settings: Arc<Settings>,
     id: CmId,
     backlog: i32,
+    ids: &Arc<CmIds>,
 ) -> Result<Arc<Listener>> {
     let laddr = id.local_addr();
     let sock = Socket::tcp(laddr.is_v6())?;
@@ -91,7 +95,15 @@ pub(crate) fn create_listen(
         sock.bind_to_ifindex(ifindex)?;
     }
     sock.bind(&laddr)?;
-    sock.listen(backlog.max(1))?;
+    let backlog = backlog.max(1);
+    sock.listen(backlog)?;
+    let id = HeldId::new(
+        ids,
+        id,
+        Role::Listen {
+            backlog: backlog as u32,
+        },
+    )?;
     let l = Arc::pin_init(
         pin_init!(Listener { sock, id, settings, work <- new_work!("rsiw::listen") }),
         GFP_KERNEL,

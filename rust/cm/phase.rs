@@ -7,10 +7,11 @@
 //! connection is up. This file has the changes that are not one side's
 //! exchange: failure, the responder's peer giving up, the peer-to-peer
 //! RTR, teardown. The initiator's and the responder's steps are in
-//! `connect` and `accept`.
+//! `connect` and `accept`. A phase that holds the CM id shows its name
+//! in the id's details ([`Phase::show`]).
 
 use core::mem;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{c_str, prelude::*, str::CStr, sync::Arc};
 
 use crate::base::settings::MpaPolicy;
 use crate::kif::compat::delayed_work::Timeout;
@@ -21,6 +22,8 @@ use crate::qp::Qp;
 use crate::wire::connect::RrParser;
 
 use super::connect::{report_reply, Offer};
+use super::establish::Terms;
+use super::ids::HeldId;
 use super::listener::Listener;
 use super::mpa::Peer;
 use super::Cep;
@@ -81,7 +84,7 @@ pub(super) struct Outgoing {
     /// Reading the Reply.
     pub(super) mpa: Exchange,
     /// The CM id of the connection (from `iw_connect`).
-    pub(super) id: CmId,
+    pub(super) id: HeldId,
     /// The QP to connect.
     pub(super) qp: Arc<Qp>,
     /// What our Request offered.
@@ -91,7 +94,7 @@ pub(super) struct Outgoing {
 /// The connection is up: the QP is in RTS on it (the socket is the QP's).
 pub(super) struct Connected {
     /// The CM id of the connection.
-    pub(super) id: CmId,
+    pub(super) id: HeldId,
     /// The QP on the connection.
     pub(super) qp: Arc<Qp>,
     /// Peer-to-peer responder: ESTABLISHED, reported once the initiator's
@@ -130,9 +133,10 @@ impl Established {
 }
 
 impl Connected {
-    /// The connection of `qp` with CM id `id` (`pending`: see
-    /// [`Connected::pending`]), its first silence check not yet armed.
-    pub(super) fn new(id: CmId, qp: Arc<Qp>, pending: Option<Established>) -> Self {
+    /// The connection of `qp` with CM id `id` on the terms `t` (`pending`:
+    /// see [`Connected::pending`]), its first silence check not yet armed.
+    pub(super) fn new(id: HeldId, qp: Arc<Qp>, pending: Option<Established>, t: &Terms) -> Self {
+        id.details().set_terms(t);
         Self {
             id,
             qp,
@@ -152,6 +156,28 @@ impl Connected {
 }
 
 impl Phase {
+    /// The phase's name in the details of its CM id.
+    pub(super) fn name(&self) -> &'static CStr {
+        match self {
+            Phase::AwaitRequest(_) => c_str!("await_request"),
+            Phase::AwaitAccept(_) => c_str!("await_accept"),
+            Phase::AwaitReply(_) => c_str!("await_reply"),
+            Phase::Rdma(_) => c_str!("rdma"),
+            Phase::Closed => c_str!("closed"),
+        }
+    }
+
+    /// Shows the phase in the details of the CM id it holds, if it holds
+    /// one (a responder gets its id only at `iw_accept`).
+    pub(super) fn show(&self) {
+        let id = match self {
+            Phase::AwaitReply(o) => &o.id,
+            Phase::Rdma(c) => &c.id,
+            _ => return,
+        };
+        id.details().set_phase(self.name());
+    }
+
     /// The reading of the peer's MPA frame, in the phases that do it.
     pub(super) fn exchange(&mut self) -> Option<&mut Exchange> {
         match self {
@@ -244,6 +270,8 @@ impl Phase {
                 return None;
             }
         };
+        // Shown until the caller lets go of the id (and so of its entry).
+        c.id.details().set_phase(self.name());
         // A peer-to-peer responder whose connection died before the
         // initiator's RTR: the CM id still waits in CONN_RECV, where the
         // CM takes no DISCONNECT or CLOSE (it BUG()s on a CLOSE).

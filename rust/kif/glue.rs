@@ -48,6 +48,9 @@ extern "C" {
         addrs: *mut *mut kernel::ffi::c_void,
         max: usize,
     ) -> usize;
+    pub(in crate::kif) fn rsiw_rdma_iw_cm_id(
+        id: *mut bindings::rdma_cm_id,
+    ) -> *mut bindings::iw_cm_id;
     pub(in crate::kif) fn rsiw_res_driver_begin(
         msg: *mut bindings::sk_buff,
     ) -> *mut bindings::nlattr;

@@ -16,6 +16,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "../../include/rsiw_glue.h"
@@ -857,6 +858,21 @@ const struct attribute_group *rsiw_attrs_init(const char *const *names,
 	}
 	mutex_unlock(&rsiw_attrs_lock);
 	return &rsiw_attr_group;
+}
+
+/*
+ * The iWARP CM id behind an rdma_cm id (as a key: rsiw does not read it),
+ * NULL if none.  rdma_iw_cm_id() is not exported GPL-only, so symbol_get()
+ * refuses it (since 6.5), and a call into a modular rdma_cm would make rsiw
+ * depend on rdma_cm.ko: it is called only where rdma_cm is built in.
+ */
+struct iw_cm_id *rsiw_rdma_iw_cm_id(struct rdma_cm_id *id)
+{
+#if IS_BUILTIN(CONFIG_INFINIBAND) && IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	return rdma_iw_cm_id(id);
+#else
+	return NULL;
+#endif
 }
 
 /* The driver details of a resource entry go in one nested attribute. */

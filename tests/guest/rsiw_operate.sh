@@ -3,11 +3,12 @@
 # What an operator sets and sees (issue 25): each device's connection
 # manager settings in sysfs (/sys/class/infiniband/DEV/mpa_*), the driver
 # details of a QP in `rdma resource show qp -dd` (negotiated terms,
-# traffic each way) and the rsiw tracepoints (tracefs). rsiw0 sits in
-# ns A; ns B has siw0, or rsiw1 for the tests of two rsiw devices with
-# different settings; hostile-peer provokes a TERMINATE.
+# traffic each way) and of an rdma_cm id in `rdma resource show cm_id
+# -dd` (role, phase, MPA terms), and the rsiw tracepoints (tracefs).
+# rsiw0 sits in ns A; ns B has siw0, or rsiw1 for the tests of two rsiw
+# devices with different settings; hostile-peer provokes a TERMINATE.
 #
-# Cost: about 45 s on the standard kernel.
+# Cost: about 55 s on the standard kernel.
 . "$(dirname "$0")/lib.sh"
 
 HP=${HOSTILE_PEER:-$RSIW_REPO/target/release/hostile-peer}
@@ -17,7 +18,7 @@ WORK=$(mktemp -d /tmp/rsiw-operate.XXXXXX)
 S=/sys/class/infiniband
 
 ktap_print_header
-ktap_set_plan 13
+ktap_set_plan 14
 
 setup() {
 	topo_up && load_rsiw && load_siw &&
@@ -26,26 +27,34 @@ setup() {
 		[ -d $T/events/rsiw ]
 }
 
-# qp_line PATTERN: waits (20 s at most) for a line of rsiw0's QPs in
-# `rdma res show qp -dd` that matches PATTERN (an extended regex; the
-# tool prints the driver's details with a "drv_" prefix); prints it.
-qp_line() {
+# res_line WHAT LINK PATTERN: waits (20 s at most) for a line of `rdma
+# res show WHAT link LINK -dd` that matches PATTERN (an extended regex;
+# the tool prints the driver's details with a "drv_" prefix); prints it.
+res_line() {
 	local i line
 	for ((i = 0; i < 100; i++)); do
-		line=$(rdma res show qp link rsiw0/1 -dd 2>/dev/null | grep -E "$1") && {
+		line=$(rdma res show "$1" link "$2" -dd 2>/dev/null | grep -E "$3") && {
 			echo "$line"
 			return 0
 		}
 		snooze 0.2
 	done
-	echo "no rsiw0 QP matching: $1"
-	rdma res show qp -dd
+	echo "no $2 $1 matching: $3"
+	rdma res show "$1" -dd
 	return 1
 }
 
+# qp_line PATTERN: a line of rsiw0's QPs that matches PATTERN (res_line).
+qp_line() { res_line qp rsiw0/1 "$1"; }
+
+# cm_id_line PATTERN: a line of rsiw0's rdma_cm ids that matches PATTERN
+# (res_line; any port: the id of a wildcard listen has none).
+cm_id_line() { res_line cm_id rsiw0 "$1"; }
+
 # connect_check DEV_B PATTERN...: RDMA Reads from rsiw0 (ns A) to DEV_B
 # in ns B for 8 s (ib_read_bw over rdma_cm: Read Requests go out, Read
-# Responses come in); while it runs, every PATTERN must match rsiw0's QP.
+# Responses come in); while it runs, every PATTERN must match rsiw0's QP
+# (or its rdma_cm id, for a PATTERN that starts with "cm_id:").
 connect_check() {
 	local dev=$1 s c rc=0 p
 	shift
@@ -55,7 +64,10 @@ connect_check() {
 	in_a timeout 50 ib_read_bw -R -F -d rsiw0 -p $PORT -s 4096 -D 8 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	for p in "$@"; do
-		qp_line "$p" || rc=1
+		case $p in
+		cm_id:*) cm_id_line "${p#cm_id:}" || rc=1 ;;
+		*) qp_line "$p" || rc=1 ;;
+		esac
 	done
 	wait $c || { cat "$WORK/perf.out"; rc=1; }
 	wait $s
@@ -67,6 +79,21 @@ connect_check() {
 details() {
 	connect_check siw0 "drv_ird [1-9][0-9]* drv_ord [1-9][0-9]* drv_mpa_rev 2 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 drv_mulpdu_tx [1-9][0-9]* drv_large_fpdu_tx 1 drv_max_fpdu_tx 32768 drv_peer_to_peer 0 " \
 		"drv_tx_fpdus [1-9][0-9]* drv_tx_payload [1-9][0-9]* drv_rx_fpdus [1-9][0-9]* drv_rx_payload [1-9]"
+}
+
+# cm_ids: rsiw0's rdma_cm ids show the driver's details: a connection to
+# siw0 its role, phase, QP (the one rdma_cm names) and the MPA terms; a
+# listening id its role and backlog.
+cm_ids() {
+	local s rc=0
+	connect_check siw0 "cm_id:lqpn ([0-9]+) .*drv_role initiator drv_phase rdma drv_qpn \1 drv_mpa_rev 2 drv_crc 0 drv_markers_tx 0 drv_markers_rx 0 drv_ird [1-9][0-9]* drv_ord [1-9][0-9]* drv_peer_to_peer 0 drv_peer_wakeups [0-9]+" || rc=1
+	in_a timeout 30 rping -s -a "$IP_A" -p $PORT >/dev/null 2>&1 &
+	s=$!
+	wait_listen "$NS_A" $PORT || rc=1
+	cm_id_line "state LISTEN .*drv_role listen drv_backlog [1-9][0-9]*" || rc=1
+	kill $s 2>/dev/null
+	wait $s 2>/dev/null
+	return $rc
 }
 
 # traced: with the rsiw events on, a connection reports its MPA result,
@@ -239,6 +266,7 @@ cleanup() {
 
 check "setup: rsiw0 and siw0, tracefs with the rsiw events" setup || ktap_exit_fail_msg "setup failed"
 check "rdma res show qp -dd: MPA terms, IRD/ORD and traffic of a live QP" details
+check "rdma res show cm_id -dd: role, phase, QP and MPA terms; a listener's role" cm_ids
 check "tracepoints: MPA result and QP state changes of a connection" traced
 check "tracepoint: the TERMINATE for a Send on an invalid QN" terminated
 check "tracepoints off: nothing traced" quiet

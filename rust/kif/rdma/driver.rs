@@ -15,7 +15,7 @@ use super::{
     attr::{DeviceCaps, PortInfo},
     cq::CreateCq,
     handle::QpHandle,
-    iwcm::{CmId, ConnParam},
+    iwcm::{CmId, CmIdKey, ConnParam},
     mr::{RegUserMr, ReregUserMr},
     qp::{CreateQp, QpModify, QpQuery},
     srq::{CreateSrq, SrqAttr},
@@ -260,6 +260,13 @@ pub trait Driver: Sized + 'static {
     }
     /// The core QP of QP number `qpn`.
     fn iw_get_qp(_dev: &Device<Self>, _qpn: u32) -> Option<QpHandle> {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+    /// Adds the driver's details of a CM id of the device (`id` names the
+    /// iWARP CM id behind an rdma_cm id) to its resource entry (`rdma
+    /// resource show cm_id -dd`); nothing for an id the driver does not
+    /// hold.
+    fn fill_res_cm_id(_dev: &Device<Self>, _id: CmIdKey, _d: &mut ResDetails<'_>) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 

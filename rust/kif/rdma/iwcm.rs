@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The iWARP connection manager interface (`iw_cm_id`, `iw_cm_event`):
-//! counted references to CM ids, event delivery to the iWARP CM, and the
+//! counted references to CM ids, event delivery to the iWARP CM, the
 //! provider data the CM hands back to the driver (the listener of a listen
-//! id, the connection endpoint of a connect request).
+//! id, the connection endpoint of a connect request), and the keys that
+//! name an id without holding it ([`CmIdKey`]).
 
 use core::ptr::NonNull;
 use kernel::{bindings, prelude::*, sync::Arc};
@@ -25,6 +26,21 @@ pub struct CmId {
 unsafe impl Send for CmId {}
 // SAFETY: as above.
 unsafe impl Sync for CmId {}
+
+/// What names a CM id without holding it: the id's address, for finding
+/// the driver's record of an id the core names (`rdma resource show
+/// cm_id`). Compare only: a key is never turned back into an id, so the
+/// key of an id that is gone is harmless (a driver that drops its record
+/// of an id before its reference to it has no record left to match).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CmIdKey(usize);
+
+impl CmIdKey {
+    /// The key of the id at `p` (which is not read).
+    pub(in crate::kif) fn of(p: *const bindings::iw_cm_id) -> Self {
+        Self(p as usize)
+    }
+}
 
 /// CM event kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +135,11 @@ impl CmId {
     fn raw(&self) -> &bindings::iw_cm_id {
         // SAFETY: we hold a reference.
         unsafe { self.ptr.as_ref() }
+    }
+
+    /// The key that names this id ([`CmIdKey`]).
+    pub fn key(&self) -> CmIdKey {
+        CmIdKey::of(self.ptr.as_ptr())
     }
 
     /// The local address the CM resolved.

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Entry points of the iWARP connection manager.
+//! Entry points of the iWARP connection manager, and the driver details
+//! of a CM id in the core's resource dump (`rdma resource show cm_id`).
 
 use core::ptr::{self, NonNull};
 use kernel::{bindings, error::from_result, prelude::*};
 
 use super::Adapter;
+use crate::kif::glue;
 use crate::kif::rdma::{
-    iwcm::{take_provider, CmId, ConnParam},
+    iwcm::{take_provider, CmId, CmIdKey, ConnParam},
     object::{slot, QpSlot},
+    restrack::ResDetails,
     Device, Driver,
 };
 
@@ -156,5 +159,34 @@ impl<T: Driver> Adapter<T> {
         // `destroy_qp` free the QP while `put` is still returning.
         let cm = unsafe { slot::<_, QpSlot<T>>(qp) }.cm.clone();
         cm.put();
+    }
+
+    /// `fill_res_cm_id_entry`: the driver details of an rdma_cm id.
+    ///
+    /// # Safety
+    ///
+    /// Called by the RDMA core's resource dump with the message of this
+    /// call and an rdma_cm id on a `T` device, which the dump holds (the
+    /// id's `device` is set and live).
+    pub(super) unsafe extern "C" fn fill_res_cm_id_entry(
+        msg: *mut bindings::sk_buff,
+        id: *mut bindings::rdma_cm_id,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: a live rdma_cm id (the contract); rdma_cm is there, as
+            // the id is one of its own.
+            let iw = unsafe { glue::rsiw_rdma_iw_cm_id(id) };
+            if iw.is_null() {
+                return Ok(0);
+            }
+            // The iWARP CM id serves as a key only: it is not read (the
+            // driver may have let go of it, its provider data may be gone).
+            let key = CmIdKey::of(iw);
+            // SAFETY: the id is on a live `T` device (the contract).
+            let dev = unsafe { Device::<T>::from_raw((*id).device) };
+            // SAFETY: the message of this call.
+            unsafe { ResDetails::fill(msg, |d| T::fill_res_cm_id(dev, key, d)) }?;
+            Ok(0)
+        })
     }
 }

@@ -122,6 +122,7 @@ impl<T: Driver> Adapter<T> {
             iw_get_qp: op(iw, Self::iw_get_qp),
             iw_add_ref: op(iw, Self::iw_add_ref),
             iw_rem_ref: op(iw, Self::iw_rem_ref),
+            fill_res_cm_id_entry: op(T::HAS_FILL_RES_CM_ID, Self::fill_res_cm_id_entry),
             alloc_hw_port_stats: op(stats, Self::alloc_hw_port_stats),
             get_hw_stats: op(stats, Self::get_hw_stats),
             counter_bind_qp: op(counters, Self::counter_bind_qp),

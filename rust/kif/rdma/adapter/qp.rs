@@ -7,7 +7,6 @@ use kernel::{bindings, error::from_result, prelude::*};
 
 use super::Adapter;
 use crate::kif::{
-    glue,
     net::NetDevRef,
     rdma::{
         handle::QpHandle,
@@ -170,25 +169,11 @@ impl<T: Driver> Adapter<T> {
         qp: *mut bindings::ib_qp,
     ) -> kernel::ffi::c_int {
         from_result(|| {
-            let msg = NonNull::new(msg).ok_or(EINVAL)?;
             // SAFETY: a live QP whose slot `create_qp` wrote.
             let s = unsafe { slot::<_, QpSlot<T>>(qp) };
-            // The driver's attributes go in the RDMA_NLDEV_ATTR_DRIVER nest
-            // (where `rdma resource show -dd` looks for them).
             // SAFETY: the message of this call.
-            let nest = unsafe { glue::rsiw_res_driver_begin(msg.as_ptr()) };
-            if nest.is_null() {
-                return Err(Error::from_errno(
-                    -(bindings::EMSGSIZE as kernel::ffi::c_int),
-                ));
-            }
-            // SAFETY: the message of this call, used only through `d` until
-            // the nest ends.
-            let mut d = unsafe { ResDetails::from_raw(msg) };
-            let r = T::fill_res_qp(&s.drv, &mut d);
-            // SAFETY: `nest` was opened in `msg` above.
-            unsafe { glue::rsiw_res_driver_end(msg.as_ptr(), nest, r.is_ok()) };
-            r.map(|()| 0)
+            unsafe { ResDetails::fill(msg, |d| T::fill_res_qp(&s.drv, d)) }?;
+            Ok(0)
         })
     }
 
