@@ -10,8 +10,10 @@
 #   make soak     only the stress guest test, with a STRESS_SOAK_SECS (default 600) soak
 #   make clippy   build the module with CLIPPY=1
 #   make fmt      rustfmt the whole tree
-#   make bench    rsiw vs upstream siw perftest matrix in one guest (~25-40 min),
-#                 results/bench-<date>/ (BENCH_REPS, BENCH_DRIVERS, ... : see tests/bench/bench.sh)
+#   make bench    rsiw vs upstream siw perftest matrix in one guest, then across
+#                 two guests (~40 min), results/bench-<date>/ (BENCH_REPS,
+#                 BENCH_DRIVERS, BENCH_BASE_KO, ...: see tests/bench/bench.sh;
+#                 BENCH_PAIR=0 skips the two guests, BENCH_PAIR_*: pair_bench.sh)
 #   make lat-pair rsiw vs siw ping-pong latency with both drivers' connections up
 #                 at once, alternating every few iterations (tests/bench/latpair.sh)
 #   make distance two guests at 20 and 50 ms RTT: rsiw's bandwidth against
@@ -22,6 +24,9 @@
 SHELL := /bin/bash
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR_CMD := $(ROOT)/qemu-images/build-kernel
+# perftest's rdma_connect retry (tests/guest/perftest_retry.c), which every
+# guest script that runs perftest preloads (lib.sh perftest_wrap)
+GUEST_SHIM = $(MAKE) -s -C $(ROOT)/tests/guest $(ROOT)/target/guest/perftest_retry.so
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
 .PHONY: all module kernel demo check distance debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile fuzz miri
@@ -40,12 +45,14 @@ clippy:
 	$(MAKE) -C "$$kdir" M=$(ROOT) $(KMAKE_VARS) CLIPPY=1 modules
 
 demo: module
+	@$(GUEST_SHIM)
 	@RSIW_PAIR_CPUS=2 $(ROOT)/tests/run-pair -P tests/demo.sh
 
 check:
 	@$(ROOT)/tests/run-all
 
 distance: module
+	@$(GUEST_SHIM)
 	@$(ROOT)/tests/run-pair tests/guest/pair_distance.sh
 
 debug-check:
@@ -117,6 +124,7 @@ insn-profile: module
 # driver oopses the guest does it boot again and resume without that driver.
 # BENCH_* variables from the environment are passed into the guest.
 bench: module
+	@$(GUEST_SHIM)
 	@out=$(ROOT)/results/bench-$$(date +%Y%m%d-%H%M%S); mkdir -p "$$out"; t0=$$(date +%s); \
 	vars=$$(for v in $${!BENCH_@} $${!PAIR_@}; do printf '%s=%q ' "$$v" "$${!v}"; done); \
 	for boot in 1 2 3; do \
@@ -126,6 +134,8 @@ bench: module
 		echo "bench: the guest died (kernel log: $$out/console-boot$$boot.log); resuming in a new boot"; \
 		grep -m1 -A12 -E 'BUG:|Oops' "$$out/console-boot$$boot.log"; \
 	done; \
+	[ "$${BENCH_PAIR:-1}" = 0 ] || RSIW_PAIR_TIMEOUT=3600 $(ROOT)/tests/run-pair \
+		-e "$$vars BENCH_OUT=$$out" tests/bench/pair_bench.sh; \
 	echo "$$(( $$(date +%s) - t0 ))" >"$$out/wall_seconds"; \
 	echo "bench: $$(( ($$(date +%s) - t0) / 60 )) min, guest exit $$rc"; \
 	/usr/bin/python3 $(ROOT)/tests/bench/report.py "$$out"

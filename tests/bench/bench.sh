@@ -31,6 +31,11 @@
 #   BENCH_CRC=0           1: rsiw's connections with MPA CRC32C
 #                         (mpa_crc_required=1); siw's cannot have it (its
 #                         CRC switches are compile-time constants, off)
+#   BENCH_BASE_KO=PATH    an earlier rsiw.ko to compare with: driver "base"
+#                         joins BENCH_DRIVERS, the two modules are swapped
+#                         before each of their matrices (same boot, same
+#                         order rules), report.py adds "rsiw/base" columns;
+#                         BENCH_BASE_NAME (e.g. its commit) labels it
 #   BENCH_TESTS="bw lat msgrate pair"    (subset for quick iteration); pair:
 #                         tests/bench/latpair.sh after the matrix, both
 #                         drivers' latency from one process pair, results
@@ -43,6 +48,10 @@ set -u
 
 REPS=${BENCH_REPS:-3}
 DRIVERS=${BENCH_DRIVERS:-"rsiw siw"}
+BASE_KO=${BENCH_BASE_KO:-}
+if [ -n "$BASE_KO" ] && [[ " $DRIVERS " != *" base "* ]]; then
+	DRIVERS="$DRIVERS base"
+fi
 MTUS=${BENCH_MTUS:-"1500 9000"}
 DUR=${BENCH_DUR:-4}
 MARGIN=${BENCH_MARGIN:-1}
@@ -80,16 +89,32 @@ dev_b() { echo "${1}b"; }
 
 load_driver() {
 	case $1 in
-	rsiw) load_rsiw ;;
+	rsiw) use_rsiw "$RSIW_KO" ;;
+	base) [ -f "$BASE_KO" ] ;; # loaded by links_up
 	siw) load_siw ;;
 	*) return 1 ;;
 	esac
 }
 
+# use_rsiw KO: rsiw loaded from KO (rsiw or base), with BENCH_CRC's CRC
+# setting; the other build is unloaded first. Only with no rsiw device.
+RSIW_LOADED=
+use_rsiw() {
+	[ "$RSIW_LOADED" = "$1" ] && lsmod | grep -q '^rsiw ' && return 0
+	unload_rsiw && insmod "$1" || return 1
+	RSIW_LOADED=$1
+	[ "$CRC" = 0 ] || echo 1 >/sys/module/rsiw/parameters/mpa_crc_required
+}
+
 links_up() { # driver
+	local type=$1
 	links_down
-	add_dev "$NS_A" "$(dev_a "$1")" "$1" va &&
-		add_dev "$NS_B" "$(dev_b "$1")" "$1" vb
+	case $1 in
+	rsiw) use_rsiw "$RSIW_KO" || return 1 ;;
+	base) use_rsiw "$BASE_KO" && type=rsiw || return 1 ;;
+	esac
+	add_dev "$NS_A" "$(dev_a "$1")" "$type" va &&
+		add_dev "$NS_B" "$(dev_b "$1")" "$type" vb
 }
 
 links_down() {
@@ -412,7 +437,9 @@ rsiw_ver=$(git -C "$RSIW_REPO" rev-parse --short HEAD 2>/dev/null)
   "lat_sizes": "$LAT_SIZES",
   "msgrate": "ib_send_bw -q $MSGRATE_QPS -s $MSGRATE_SIZE",
   "perftest_flags": "${PT_COMMON[*]}",
-  "crc": $CRC
+  "crc": $CRC,
+  "base_ko": "$BASE_KO",
+  "base_name": "${BENCH_BASE_NAME:-base}"
 }
 EOF
 
@@ -420,9 +447,9 @@ say "results in $OUT${CRASHED:+ (resumed; crashed so far: $CRASHED)} (reps $REPS
 for drv in $DRIVERS; do
 	load_driver "$drv" || say "cannot load $drv; its tests will fail"
 done
-if [ "$CRC" != 0 ] && [[ " $DRIVERS " == *" rsiw "* ]]; then
-	echo 1 >/sys/module/rsiw/parameters/mpa_crc_required ||
-		say "cannot set rsiw's mpa_crc_required"
+if [ "$CRC" != 0 ] && [[ " $DRIVERS " == *" rsiw "* ]] &&
+	[ "$(cat /sys/module/rsiw/parameters/mpa_crc_required 2>/dev/null)" != Y ]; then
+	say "cannot set rsiw's mpa_crc_required"
 fi
 
 kmsg_mark
@@ -457,6 +484,7 @@ done
 # Both drivers at once, alternating every few iterations (latpair.sh):
 # latency ratios that the host's speed drift does not move.
 if [[ " $TESTS " == *" pair "* ]] && ! grep -qx "done pair" "$PROGRESS" 2>/dev/null; then
+	[ -z "$BASE_KO" ] || use_rsiw "$RSIW_KO" || say "cannot load $RSIW_KO again"
 	echo "start pair" >>"$PROGRESS"
 	sync
 	say "interleaved latency (latpair.sh), mtus '$MTUS'"

@@ -251,6 +251,95 @@ def table(res, meta, host, mtus):
     return "\n".join(lines) + "\n"
 
 
+def base_table(res, meta, mtus):
+    """rsiw against an earlier build of itself (BENCH_BASE_KO), measured in
+    the same boot: every bandwidth, latency, message rate and CPU figure
+    of both, and their ratio; '' when the run had no base."""
+    if not any(k[1] == "base" for k in res.seen):
+        return ""
+    name = meta.get("base_name") or "base"
+    lines = ["", f"## rsiw against {name} (an earlier rsiw build, same boot)", "",
+             "Same matrix, the two modules swapped before each of their runs. "
+             "Ratio = rsiw/base: above 1 is better for bandwidth and message rate, "
+             "below 1 for latency and CPU cost."]
+    metrics = [("bw", "Gb/s", fmt_g, "ib_{}"), ("lat_typical", "us", fmt_g, "ib_{} (typical)"),
+               ("msgrate", "Mpps", lambda m: f"{m:.4f}", "msg rate, {}"),
+               ("cpu_s_per_GB", "CPU-s/GB", fmt_g, "CPU cost, ib_{}")]
+    for mtu in mtus:
+        lines += ["", f"### MTU {mtu}", "", f"| test | size | unit | rsiw | {name} | rsiw/{name} |",
+                  "|---|---|---|---|---|---|"]
+        for metric, unit, f, label in metrics:
+            keys = sorted({(k[2], int(k[3])) for k in res.seen
+                           if k[0] == mtu and k[1] == "base" and k[4] == metric})
+            for test, size in keys:
+                r = res.median(mtu, "rsiw", test, size, metric)
+                b = res.median(mtu, "base", test, size, metric)
+                lines.append(f"| {label.format(test)} | {size_label(size)} | {unit} | "
+                             f"{res.cell(mtu, 'rsiw', test, size, metric, f)} | "
+                             f"{res.cell(mtu, 'base', test, size, metric, f)} | {ratio(r, b)} |")
+    return "\n".join(lines) + "\n"
+
+
+def pair_table(out):
+    """The two-guest section (tests/bench/pair_bench.sh's pair/results.tsv):
+    rsiw against siw and TCP across virtio-net; '' without it."""
+    path = os.path.join(out, "pair")
+    if not os.path.exists(os.path.join(path, "results.tsv")):
+        return ""
+    rows, _ = load(path)
+    res = Results(rows, max([int(r["rep"]) for r in rows if r["rep"].isdigit()] or [1]))
+    mtus = sorted({k[0] for k in res.seen}, key=int)
+    lines = ["", "## Two guests (virtio-net between two QEMU guests, one vCPU each)", "",
+             "tests/bench/pair_bench.sh: both guests run the same driver, the client in guest a. "
+             "TCP's ceiling is the better of iperf3 and iperf3 -Z (one stream); its latency floor is "
+             "qperf's tcp_lat of 64 B. CPU cost: CPU-seconds per GB in each guest (`a` sends, `b` "
+             "receives), sampled in the middle of the run: outside user space (the driver's or TCP's "
+             "work), and all of it (perftest polls its CQ in user space all the time)."]
+    for mtu in mtus:
+        tcp = [res.median(mtu, "tcp", t, "stream", "bw") for t in ("iperf3", "iperf3_z")]
+        tcp = max([t for t in tcp if t is not None], default=None)
+        add = lines.append
+        add("")
+        add(f"### MTU {mtu}")
+        add("")
+        add("| test | size | unit | rsiw | siw | rsiw/siw | rsiw/TCP | siw/TCP |")
+        add("|---|---|---|---|---|---|---|---|")
+        sizes = sorted({int(k[3]) for k in res.seen if k[0] == mtu and k[4] == "bw" and k[1] != "tcp"})
+        for test, prog in BW_TESTS:
+            for z in sizes:
+                r = res.median(mtu, "rsiw", test, z, "bw")
+                v = res.median(mtu, "siw", test, z, "bw")
+                add(f"| {prog} | {size_label(z)} | Gb/s | {res.cell(mtu, 'rsiw', test, z, 'bw', fmt_g)} | "
+                    f"{res.cell(mtu, 'siw', test, z, 'bw', fmt_g)} | {ratio(r, v)} | {ratio(r, tcp)} | "
+                    f"{ratio(v, tcp)} |")
+        floor = res.median(mtu, "tcp", "qperf_tcp_lat", 64, "lat")
+        for test, prog in LAT_TESTS:
+            if not any(k[0] == mtu and k[2] == test for k in res.seen):
+                continue
+            r = res.median(mtu, "rsiw", test, 64, "lat_typical")
+            v = res.median(mtu, "siw", test, 64, "lat_typical")
+            add(f"| {prog} (typical) | 64 B | us | {res.cell(mtu, 'rsiw', test, 64, 'lat_typical', fmt_g)} | "
+                f"{res.cell(mtu, 'siw', test, 64, 'lat_typical', fmt_g)} | {ratio(r, v)} | "
+                f"{ratio(r, floor)} | {ratio(v, floor)} |")
+        for m, what in (("kcpu", "kernel CPU"), ("cpu", "CPU, all")):
+            for side in ("a", "b"):
+                k = f"{m}_{side}"
+                r = res.median(mtu, "rsiw", "write_bw", 65536, k)
+                v = res.median(mtu, "siw", "write_bw", 65536, k)
+                t = [res.median(mtu, "tcp", x, "stream", k) for x in ("iperf3", "iperf3_z")]
+                tl = " / ".join("fail" if x is None else fmt_g(x) for x in t)
+                add(f"| {what} in guest {side}, ib_write_bw; TCP: iperf3 / -Z | 64 KiB | CPU-s/GB | "
+                    f"{res.cell(mtu, 'rsiw', 'write_bw', 65536, k, fmt_g)} | "
+                    f"{res.cell(mtu, 'siw', 'write_bw', 65536, k, fmt_g)} | {ratio(r, v)} | "
+                    f"TCP {tl} | |")
+        add(f"| TCP: iperf3 / iperf3 -Z | - | Gb/s | | | | "
+            f"{res.cell(mtu, 'tcp', 'iperf3', 'stream', 'bw', fmt_g)} / "
+            f"{res.cell(mtu, 'tcp', 'iperf3_z', 'stream', 'bw', fmt_g)} | |")
+        add(f"| TCP ping-pong floor (qperf tcp_lat) | 64 B | us | | | | "
+            f"{res.cell(mtu, 'tcp', 'qperf_tcp_lat', 64, 'lat', fmt_g)} | |")
+    return "\n".join(lines) + "\n"
+
+
 def chart(res, mtus, path):
     try:
         import matplotlib
@@ -311,7 +400,7 @@ def main():
     mtus = [m for m in str(meta.get("mtus", "")).split() if any(k[0] == m for k in res.seen)]
     if not mtus:
         mtus = sorted({k[0] for k in res.seen}, key=int)
-    md = table(res, meta, host, mtus)
+    md = table(res, meta, host, mtus) + base_table(res, meta, mtus) + pair_table(OUT)
     pair = os.path.join(OUT, "pair", "table.md")
     if os.path.exists(pair):
         # latpair.sh's own table, under a heading of this report
