@@ -191,8 +191,18 @@ pair_perf_there() {
 	shift 3
 	pair_start "timeout 60 $* -R -F -d $there -p $port"
 	local id=$PAIR_ID
-	pair_run "wait_listen \$\$ $port 10" || { pair_stop $id; return 1; }
-	run_or_diag 50 "$@" -R -F -d "$here" -p "$port" "$RSIW_PEER" 2>&1 || { pair_stop $id; return 1; }
+	pair_run "wait_listen \$\$ $port 10" || {
+		echo "# the server in guest b did not listen on $port:"
+		pair_stop $id
+		pair_wait $id 1
+		return 1
+	}
+	run_or_diag 50 "$@" -R -F -d "$here" -p "$port" "$RSIW_PEER" 2>&1 || {
+		pair_stop $id
+		echo "# the server in guest b:"
+		pair_wait $id 1
+		return 1
+	}
 	pair_wait $id 30 >/dev/null
 }
 

@@ -20,6 +20,6 @@ pt_gbps() {
 	local g
 	g=$(awk '{print $4}' <<<"$1")
 	good_num "$g" && { echo "$g"; return; }
-	g=$(awk -v s="$2" -v w="$3" '{ if ($2 > 0 && w > 0) printf "%.3f", $2 * s * 8e-9 / w }' <<<"$1")
+	g=$(awk -v s="$2" -v w="$3" '{ if ($2 > 0 && w > 0) printf "%.6f", $2 * s * 8e-9 / w }' <<<"$1")
 	good_num "$g" && echo "$g"
 }
