@@ -57,8 +57,10 @@ use crate::kif::sock::{SockEvents, SockRx, TcpState};
 use crate::qp::Endpoint;
 
 /// When the peer's silence is checked after a connection came up
-/// (milliseconds, each after the one before; see `Cep::wake_peer`).
-const WAKE_PEER_MS: [u32; 3] = [100, 400, 1600];
+/// (milliseconds, each after the one before; see `Cep::wake_peer`). The
+/// first check only notes how much was sent: a wake-up needs a check
+/// before it.
+const WAKE_PEER_MS: [u32; 4] = [50, 100, 400, 1600];
 
 mod accept;
 mod connect;
@@ -161,18 +163,22 @@ impl Cep {
     }
 
     /// The peer of connection `c` has sent nothing since it came up: if we
-    /// sent FPDUs, the QP sends a zero length RDMA Write (its STag is not
-    /// checked, it places and completes nothing: RFC 5041 section 7.2,
-    /// the RTR of RFC 6581), and the check is armed again
-    /// ([`WAKE_PEER_MS`]) while the peer stays silent.
+    /// sent FPDUs, none since the last check, the QP sends a zero length
+    /// RDMA Write (its STag is not checked, it places and completes
+    /// nothing: RFC 5041 section 7.2, the RTR of RFC 6581), and the check
+    /// is armed again ([`WAKE_PEER_MS`]) while the peer stays silent.
     ///
     /// Upstream siw's responder sends its MPA Reply before its QP takes
     /// the socket's receive upcall, and its CM's upcall ignores data in
     /// between: an initiator's first FPDU that arrives then waits in
-    /// the socket until more data comes. This is that data.
+    /// the socket until more data comes. This is that data. A sender
+    /// that is still sending (a one-way stream, whose peer never answers)
+    /// needs none: its next FPDU is that data. The Write is queued on the
+    /// transmit work, which would take the place of the application's
+    /// doorbell as the streaming sender (see `Qp::doorbell`).
     fn wake_peer(self: &Arc<Self>, c: &mut Connected) {
         c.wake = None;
-        let Some(woken) = c.qp.wake_silent_peer() else {
+        let Some(woken) = c.qp.wake_silent_peer(&mut c.sent_at_check) else {
             return;
         };
         if woken {

@@ -568,22 +568,24 @@ impl Qp {
         self.conn.lock().clone()
     }
 
-    /// For a connection whose peer has sent nothing yet: if we sent FPDUs,
-    /// sends a zero length RDMA Write, data the peer places and completes
-    /// nothing for (see `cm::Cep::wake_peer` for why). `None` once the
-    /// peer sent something (or the QP left RTS); while it is silent,
-    /// whether the Write went out.
-    pub fn wake_silent_peer(self: &Arc<Self>) -> Option<bool> {
+    /// For a connection whose peer has sent nothing yet: if we sent FPDUs
+    /// but none since `*sent_before` were counted (then updated), sends a
+    /// zero length RDMA Write, data the peer places and completes nothing
+    /// for (see `cm::Cep::wake_peer` for why). `None` once the peer sent
+    /// something (or the QP left RTS); while it is silent, whether the
+    /// Write went out.
+    pub fn wake_silent_peer(self: &Arc<Self>, sent_before: &mut u64) -> Option<bool> {
         if self.state() != QpState::Rts || self.rx.lock().received().fpdus > 0 {
             return None;
         }
         let sent = {
             let mut tx = self.tx.lock();
-            let sent = tx.sent().fpdus > 0;
-            if sent {
+            let fpdus = tx.sent().fpdus;
+            let idle = fpdus > 0 && fpdus == core::mem::replace(sent_before, fpdus);
+            if idle {
                 tx.request_rtr();
             }
-            sent
+            idle
         };
         if sent {
             self.stats.inc(Counter::PeerWakeups);

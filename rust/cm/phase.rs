@@ -101,9 +101,11 @@ pub(super) struct Connected {
     /// RTR arrived.
     pub(super) pending: Option<Established>,
     /// While the peer has sent nothing: the next check of its silence
-    /// (see `Cep::wake_peer`), and how many checks were armed.
+    /// (see `Cep::wake_peer`), how many checks were armed, and how many
+    /// FPDUs the QP had sent at the last check.
     pub(super) wake: Option<Timeout<Cep>>,
     pub(super) wakes: usize,
+    pub(super) sent_at_check: u64,
 }
 
 /// ESTABLISHED as a responder reports it: at accept, or in the
@@ -143,6 +145,7 @@ impl Connected {
             pending,
             wake: None,
             wakes: 0,
+            sent_at_check: 0,
         }
     }
 
