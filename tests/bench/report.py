@@ -92,6 +92,7 @@ class Results:
         self.vals = defaultdict(list)  # (mtu, driver, test, size, metric) -> [float]
         self.seen = defaultdict(int)  # same key -> attempts
         self.crashed = set()  # (mtu, driver)
+        self.byrep = defaultdict(dict)  # same key -> {rep: float}
         for r in rows:
             if r["status"] == "crash":
                 self.crashed.add((r["mtu"], r["driver"]))
@@ -107,6 +108,7 @@ class Results:
                 # older results.tsv files recorded that as a result.
                 if math.isfinite(v) and v > 0:
                     self.vals[key].append(v)
+                    self.byrep[key][r["rep"]] = v
 
     def median(self, mtu, drv, test, size, metric):
         v = self.vals.get((mtu, drv, test, str(size), metric))
@@ -140,6 +142,27 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return "-"
     return f"{a / b:.2f}"
+
+
+# Two-sided 90% Student t quantiles (0.95) by degrees of freedom.
+T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+       1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725]
+
+
+def paired(res, mtu, a, b, test, size, metric):
+    """The ratio a/b from the repetitions both drivers completed, each
+    repetition's two runs taken as a pair (they ran minutes apart in the
+    same boot, so the host's drift mostly cancels): the geometric mean of
+    the per-repetition ratios and its 90% confidence interval (Student t
+    on the log ratios), as "g [lo-hi]"; "-" with fewer than 2 pairs."""
+    ra = res.byrep.get((mtu, a, test, str(size), metric), {})
+    rb = res.byrep.get((mtu, b, test, str(size), metric), {})
+    logs = [math.log(ra[k] / rb[k]) for k in ra if k in rb]
+    if len(logs) < 2:
+        return "-"
+    m = statistics.mean(logs)
+    h = T95[min(len(logs) - 2, len(T95) - 1)] * statistics.stdev(logs) / math.sqrt(len(logs))
+    return f"{math.exp(m):.2f} [{math.exp(m - h):.2f}-{math.exp(m + h):.2f}]"
 
 
 def table(res, meta, host, mtus):
@@ -261,13 +284,17 @@ def base_table(res, meta, mtus):
     lines = ["", f"## rsiw against {name} (an earlier rsiw build, same boot)", "",
              "Same matrix, the two modules swapped before each of their runs. "
              "Ratio = rsiw/base: above 1 is better for bandwidth and message rate, "
-             "below 1 for latency and CPU cost."]
+             "below 1 for latency and CPU cost. The paired column takes each "
+             "repetition's two runs as a pair: the geometric mean of their ratios "
+             "and its 90% confidence interval; an interval that contains 1 is "
+             "no difference the run can tell from the host's noise."]
     metrics = [("bw", "Gb/s", fmt_g, "ib_{}"), ("lat_typical", "us", fmt_g, "ib_{} (typical)"),
                ("msgrate", "Mpps", lambda m: f"{m:.4f}", "msg rate, {}"),
                ("cpu_s_per_GB", "CPU-s/GB", fmt_g, "CPU cost, ib_{}")]
     for mtu in mtus:
-        lines += ["", f"### MTU {mtu}", "", f"| test | size | unit | rsiw | {name} | rsiw/{name} |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", f"### MTU {mtu}", "",
+                  f"| test | size | unit | rsiw | {name} | rsiw/{name} | paired [90% CI] |",
+                  "|---|---|---|---|---|---|---|"]
         for metric, unit, f, label in metrics:
             keys = sorted({(k[2], int(k[3])) for k in res.seen
                            if k[0] == mtu and k[1] == "base" and k[4] == metric})
@@ -276,7 +303,8 @@ def base_table(res, meta, mtus):
                 b = res.median(mtu, "base", test, size, metric)
                 lines.append(f"| {label.format(test)} | {size_label(size)} | {unit} | "
                              f"{res.cell(mtu, 'rsiw', test, size, metric, f)} | "
-                             f"{res.cell(mtu, 'base', test, size, metric, f)} | {ratio(r, b)} |")
+                             f"{res.cell(mtu, 'base', test, size, metric, f)} | {ratio(r, b)} | "
+                             f"{paired(res, mtu, 'rsiw', 'base', test, size, metric)} |")
     return "\n".join(lines) + "\n"
 
 
