@@ -92,7 +92,7 @@ class Results:
         self.vals = defaultdict(list)  # (mtu, driver, test, size, metric) -> [float]
         self.seen = defaultdict(int)  # same key -> attempts
         self.crashed = set()  # (mtu, driver)
-        self.byrep = defaultdict(dict)  # same key -> {rep: float}
+        self.byrep = defaultdict(lambda: defaultdict(list))  # same key -> {rep: [float]}
         for r in rows:
             if r["status"] == "crash":
                 self.crashed.add((r["mtu"], r["driver"]))
@@ -108,7 +108,7 @@ class Results:
                 # older results.tsv files recorded that as a result.
                 if math.isfinite(v) and v > 0:
                     self.vals[key].append(v)
-                    self.byrep[key][r["rep"]] = v
+                    self.byrep[key][r["rep"]].append(v)
 
     def median(self, mtu, drv, test, size, metric):
         v = self.vals.get((mtu, drv, test, str(size), metric))
@@ -152,12 +152,14 @@ T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
 def paired(res, mtu, a, b, test, size, metric):
     """The ratio a/b from the repetitions both drivers completed, each
     repetition's two runs taken as a pair (they ran minutes apart in the
-    same boot, so the host's drift mostly cancels): the geometric mean of
-    the per-repetition ratios and its 90% confidence interval (Student t
-    on the log ratios), as "g [lo-hi]"; "-" with fewer than 2 pairs."""
+    same boot, so the host's drift mostly cancels; a repetition with
+    several runs, as latency has, counts with its median): the geometric
+    mean of the per-repetition ratios and its 90% confidence interval
+    (Student t on the log ratios), as "g [lo-hi]"; "-" with fewer than 2
+    pairs."""
     ra = res.byrep.get((mtu, a, test, str(size), metric), {})
     rb = res.byrep.get((mtu, b, test, str(size), metric), {})
-    logs = [math.log(ra[k] / rb[k]) for k in ra if k in rb]
+    logs = [math.log(statistics.median(ra[k]) / statistics.median(rb[k])) for k in ra if k in rb]
     if len(logs) < 2:
         return "-"
     m = statistics.mean(logs)
