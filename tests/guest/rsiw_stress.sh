@@ -287,7 +287,7 @@ known_bugs() {
 	grep -q EADDRINUSE "$WORK/c.log" &&
 		k="active connect without SO_REUSEADDR ($(grep -ho 'EADDRINUSE retries [0-9]*' "$WORK/c.log"))"
 	grep -q ECONNREFUSED "$WORK/c.log" &&
-		k="${k:+$k; }first connects after a new listen refused (reset to the SYN; debug kernel, cause not yet known; $(grep -ho 'ECONNREFUSED retries [0-9]*' "$WORK/c.log"))"
+		k="${k:+$k; }first connects after a new listen refused (reset to the SYN; cause not yet known; seen on both kernels; $(grep -ho 'ECONNREFUSED retries [0-9]*' "$WORK/c.log"))"
 	grep -q 'DELIVERED BUT FLUSHED' "$WORK/s.log" &&
 		k="${k:+$k; }Sends the peer received completed as WR_FLUSH_ERR at disconnect ($(grep -ho '[0-9]* Sends' "$WORK/s.log"))"
 	[ -z "$k" ] && return 0
