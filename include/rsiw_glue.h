@@ -51,8 +51,8 @@ struct sock *rsiw_sk_lock(struct socket *s);
 void rsiw_sk_unlock(struct socket *s);
 int rsiw_sk_state(struct socket *s);
 struct sock *rsiw_sock_sk(struct socket *s);
-int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
-		   bool more);
+int rsiw_sock_send_locked(struct socket *s, struct kvec *vec, size_t n,
+			  size_t len, bool more);
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
 struct workqueue_struct *rsiw_alloc_drop_wq(void);

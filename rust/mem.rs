@@ -6,17 +6,19 @@
 //! MRs for kernel consumers (the registration verbs). The data path's use
 //! of that memory (STag lookup, access checks, copies) is [`access`].
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::{limits, Kind, Pd, Quota, Quotas, Rsiw};
 use crate::kif::{
+    compat::delay::sleep_ms,
     compat::sync::SpinLockIrq,
     rcu_xarray::RcuXArray,
     rdma::mr::{RegUserMr, ReregUserMr},
     rdma::umem::Umem,
     siw::uresp,
 };
+use crate::state::gate::MemGate;
 
 pub mod access;
 
@@ -52,8 +54,9 @@ pub enum MemKind {
 pub struct Mem {
     /// Index in the device's memory xarray (set once, at registration).
     index: AtomicU32,
-    /// Current key (the low 8 bits of the STag).
-    pub key: AtomicU32,
+    /// Validity, key (the low 8 bits of the STag), registration and the
+    /// transfers inside (see [`access`]).
+    pub gate: MemGate,
     /// The owning protection domain.
     pub pd_id: u32,
     /// First valid address (IOVA).
@@ -62,8 +65,6 @@ pub struct Mem {
     pub len: AtomicU64Cell,
     /// IB access flags.
     pub access: AtomicU32,
-    /// The STag may be used (registered and not invalidated).
-    pub valid: AtomicBool,
     /// The backing memory.
     pub kind: MemKind,
 }
@@ -92,9 +93,30 @@ impl Mem {
         self.index.load(Ordering::Acquire)
     }
 
-    /// The full STag.
+    /// The full STag (with the key of the current or last registration).
     pub fn stag(&self) -> u32 {
-        (self.index() << 8) | (self.key.load(Ordering::Acquire) & 0xff)
+        (self.index() << 8) | u32::from(self.gate.key())
+    }
+
+    /// Whether the STag may be used (registered and not invalidated).
+    pub fn is_valid(&self) -> bool {
+        self.gate.is_valid()
+    }
+
+    /// Waits until no transfer is inside the memory (after its gate was
+    /// closed). Process context: a transfer inside is one copy or one
+    /// send call, so this sleeps rarely and briefly.
+    pub fn wait_idle(&self) {
+        while self.gate.inside() != 0 {
+            sleep_ms(1);
+        }
+    }
+
+    /// Ends the registration: no transfer enters from now on, and none is
+    /// inside when this returns (deregistration; process context).
+    fn close(&self) {
+        self.gate.close();
+        self.wait_idle();
     }
 }
 
@@ -107,32 +129,23 @@ pub struct Mr {
 }
 
 /// Makes a memory object and gives it an STag index.
-fn add_mem(
-    table: &Table,
-    pd: &Pd,
-    va: u64,
-    len: u64,
-    acc: u32,
-    kind: MemKind,
-    valid: bool,
-) -> Result<Arc<Mem>> {
+fn add_mem(table: &Table, pd: &Pd, va: u64, len: u64, acc: u32, kind: MemKind) -> Result<Arc<Mem>> {
     let mem = Arc::new(
         Mem {
             index: AtomicU32::new(0),
-            key: AtomicU32::new(0),
+            gate: MemGate::new(),
             pd_id: pd.id,
             va: AtomicU64Cell::new(va),
             len: AtomicU64Cell::new(len),
             access: AtomicU32::new(acc & access::IWARP_MASK),
-            valid: AtomicBool::new(false),
             kind,
         },
         GFP_KERNEL,
     )?;
     let index = table.alloc_random(mem.clone(), STAG_MAX_INDEX)?;
-    // Lookups check `valid`, which is only set after the index is known.
+    // Look-ups enter the gate, which the caller opens once the index is
+    // known and the key chosen.
     mem.index.store(index, Ordering::Release);
-    mem.valid.store(valid, Ordering::Release);
     Ok(mem)
 }
 
@@ -147,31 +160,30 @@ pub fn reg_user_mr(
         return Err(EINVAL);
     }
     let umem = a.pinner.pin(a.start, a.len, a.access)?;
-    let mem = add_mem(
-        table,
-        a.pd,
-        a.iova,
-        a.len,
-        a.access,
-        MemKind::User(umem),
-        false,
-    )?;
+    let mem = add_mem(table, a.pd, a.iova, a.len, a.access, MemKind::User(umem))?;
+    let mut key = 0;
     if a.udata.is_user() {
         let mut req: uresp::RegMrReq = Default::default();
         if let Err(e) = a.udata.request(&mut req) {
             table.erase(mem.index());
             return Err(e);
         }
-        mem.key
-            .store(uresp::reg_mr_stag_key(&req).into(), Ordering::Release);
-        if let Err(e) = a.udata.respond(&uresp::reg_mr(mem.stag())) {
+        key = uresp::reg_mr_stag_key(&req);
+        let stag = (mem.index() << 8) | u32::from(key);
+        if let Err(e) = a.udata.respond(&uresp::reg_mr(stag)) {
             table.erase(mem.index());
             return Err(e);
         }
     }
-    mem.valid.store(true, Ordering::Release);
+    open_new(&mem, key)?;
     let stag = mem.stag();
     Ok((Mr { mem, _quota: quota }, stag))
+}
+
+/// Opens the gate of a memory object nobody could use yet (a new one, or
+/// one whose gate was just closed and drained) with `key`.
+fn open_new(mem: &Mem, key: u8) -> Result {
+    mem.gate.open(key).map(|_| ()).map_err(|_| EBUSY)
 }
 
 /// Whether memory registered with `access` is pinned for writing (the
@@ -199,7 +211,12 @@ pub fn rereg_user_mr(
     let old_access = old.mem.access.load(Ordering::Acquire);
     let access = if a.new_access { a.access } else { old_access };
     if !a.trans && !a.new_pd && (!writable(access) || writable(old_access)) {
+        // In place: the transfers checked against the old rights end
+        // with the old registration (the STag stays the same).
+        let key = old.mem.gate.key();
+        old.mem.close();
         old.mem.access.store(access, Ordering::Release);
+        open_new(&old.mem, key)?;
         return Ok(None);
     }
     let (start, len, iova) = if a.trans {
@@ -212,10 +229,8 @@ pub fn rereg_user_mr(
         return Err(EINVAL);
     }
     let umem = a.pinner.pin(start, len, access)?;
-    let mem = add_mem(table, a.pd, iova, len, access, MemKind::User(umem), false)?;
-    mem.key
-        .store(old.mem.key.load(Ordering::Acquire), Ordering::Release);
-    mem.valid.store(true, Ordering::Release);
+    let mem = add_mem(table, a.pd, iova, len, access, MemKind::User(umem))?;
+    open_new(&mem, old.mem.gate.key())?;
     let stag = mem.stag();
     Ok(Some((Mr { mem, _quota: quota }, stag)))
 }
@@ -223,7 +238,8 @@ pub fn rereg_user_mr(
 /// A DMA MR for a kernel consumer.
 pub fn get_dma_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, acc: u32) -> Result<(Mr, u32)> {
     let quota = Quota::take(quotas, Kind::Mr)?;
-    let mem = add_mem(table, pd, 0, u64::MAX, acc, MemKind::Dma, true)?;
+    let mem = add_mem(table, pd, 0, u64::MAX, acc, MemKind::Dma)?;
+    open_new(&mem, 0)?;
     let stag = mem.stag();
     Ok((Mr { mem, _quota: quota }, stag))
 }
@@ -246,7 +262,7 @@ pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Resul
         ),
         GFP_KERNEL,
     )?;
-    let mem = add_mem(table, pd, 0, 0, 0, MemKind::Pbl(pbl), false)?;
+    let mem = add_mem(table, pd, 0, 0, 0, MemKind::Pbl(pbl))?;
     let stag = mem.stag();
     Ok((Mr { mem, _quota: quota }, stag))
 }
@@ -284,10 +300,13 @@ impl Mr {
     }
 }
 
-/// Deregisters an MR: its STag stops working at once; the memory goes when
-/// the last work request using it lets go (the MR's quota goes back now).
+/// Deregisters an MR: its STag stops working at once, and when this
+/// returns no transfer is inside its memory and none will enter it (a
+/// segment or Read Response in progress draws a TERMINATE at its next
+/// piece); the memory object goes when the last work request holding it
+/// lets go (the MR's quota goes back now).
 pub fn dereg_mr(table: &Table, mr: Mr) -> Result {
-    mr.mem.valid.store(false, Ordering::Release);
+    mr.mem.close();
     table.erase(mr.mem.index());
     drop(mr);
     Ok(())

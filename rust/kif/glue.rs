@@ -103,7 +103,7 @@ extern "C" {
     pub(in crate::kif) fn rsiw_sk_unlock(s: *mut bindings::socket);
     pub(in crate::kif) fn rsiw_sk_state(s: *mut bindings::socket) -> i32;
     pub(in crate::kif) fn rsiw_sock_sk(s: *mut bindings::socket) -> *mut bindings::sock;
-    pub(in crate::kif) fn rsiw_sock_send(
+    pub(in crate::kif) fn rsiw_sock_send_locked(
         s: *mut bindings::socket,
         vec: *mut bindings::kvec,
         n: usize,

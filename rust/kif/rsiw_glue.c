@@ -590,24 +590,22 @@ struct sock *rsiw_sock_sk(struct socket *s)
 }
 
 /*
- * kernel_sendmsg() on a TCP socket, without the generic socket layers in
- * between (tcp_sendmsg() is the same lock around the same call); siw's page
- * sends do the same.  Every message takes this path.
+ * kernel_sendmsg() on a TCP socket the caller locked (rsiw_sk_lock), without
+ * the generic socket layers in between (tcp_sendmsg() is lock_sock() around
+ * the same call); siw's page sends do the same.  Every message takes this
+ * path.  The caller keeps the lock around what must happen before the
+ * backlog that release_sock() processes (rsiw: the memory the payload comes
+ * from stays entered only until the call returned).
  */
-int rsiw_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len,
-		   bool more)
+int rsiw_sock_send_locked(struct socket *s, struct kvec *vec, size_t n,
+			  size_t len, bool more)
 {
 	struct msghdr msg = {
 		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
 	};
-	struct sock *sk = s->sk;
-	int r;
 
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, vec, n, len);
-	lock_sock(sk);
-	r = tcp_sendmsg_locked(sk, &msg, len);
-	release_sock(sk);
-	return r;
+	return tcp_sendmsg_locked(s->sk, &msg, len);
 }
 
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len)

@@ -425,38 +425,20 @@ impl Socket {
     }
 
     /// Sends the concatenation of `pieces` without blocking; returns how
-    /// many octets TCP took (`EAGAIN` when none).
+    /// many octets TCP took (`EAGAIN` when none). Process context.
     pub fn send(&self, pieces: &[&[u8]], more: bool) -> Result<usize> {
-        // Only the kvecs used are written (the array is on the path of
-        // every message; zeroing all of it costs more than filling it).
-        let mut vec = [core::mem::MaybeUninit::<bindings::kvec>::uninit(); 32];
-        if pieces.len() > vec.len() {
-            return Err(EINVAL);
-        }
-        let mut len = 0;
-        for (v, p) in vec.iter_mut().zip(pieces) {
-            v.write(bindings::kvec {
-                iov_base: p.as_ptr().cast_mut().cast(),
-                iov_len: p.len(),
-            });
-            len += p.len();
-        }
-        // SAFETY: live socket; the first `pieces.len()` kvecs are
-        // initialised (the loop above) and TCP reads no others; they
-        // describe readable buffers that outlive the call (TCP copies them).
-        let r = unsafe {
-            glue::rsiw_sock_send(
-                self.ptr.as_ptr(),
-                vec.as_mut_ptr().cast::<bindings::kvec>(),
-                pieces.len(),
-                len,
-                more,
-            )
-        };
-        if r < 0 {
-            return Err(Error::from_errno(r));
-        }
-        Ok(r as usize)
+        self.lock_send().send(pieces, more)
+    }
+
+    /// Locks the socket for sending (`lock_sock`) until the guard is
+    /// dropped: what the guard's sends carry is copied into TCP's buffers
+    /// before anything received meanwhile is processed (the receive
+    /// backlog runs when the lock goes, `release_sock`). Process context.
+    pub fn lock_send(&self) -> SendLock<'_> {
+        // SAFETY: live socket; `SendLock::drop` unlocks it.
+        unsafe { glue::rsiw_sk_lock(self.ptr.as_ptr()) };
+        // INVARIANT: locked above, unlocked only by the guard's drop.
+        SendLock { sock: self }
     }
 
     /// Pushes what TCP holds back after a [`send`](Self::send) with `more`.
@@ -485,6 +467,62 @@ impl Socket {
         unsafe {
             bindings::kernel_sock_shutdown(self.ptr.as_ptr(), bindings::sock_shutdown_cmd_SHUT_RDWR)
         };
+    }
+}
+
+/// A socket locked for sending ([`Socket::lock_send`]).
+///
+/// # Invariants
+///
+/// The socket is locked (`lock_sock`) for as long as the guard lives.
+pub struct SendLock<'a> {
+    sock: &'a Socket,
+}
+
+impl SendLock<'_> {
+    /// Sends the concatenation of `pieces` without blocking; returns how
+    /// many octets TCP took (`EAGAIN` when none). TCP has copied them when
+    /// this returns.
+    pub fn send(&self, pieces: &[&[u8]], more: bool) -> Result<usize> {
+        // Only the kvecs used are written (the array is on the path of
+        // every message; zeroing all of it costs more than filling it).
+        let mut vec = [core::mem::MaybeUninit::<bindings::kvec>::uninit(); 32];
+        if pieces.len() > vec.len() {
+            return Err(EINVAL);
+        }
+        let mut len = 0;
+        for (v, p) in vec.iter_mut().zip(pieces) {
+            v.write(bindings::kvec {
+                iov_base: p.as_ptr().cast_mut().cast(),
+                iov_len: p.len(),
+            });
+            len += p.len();
+        }
+        // SAFETY: live socket, locked by the type invariant; the first
+        // `pieces.len()` kvecs are initialised (the loop above) and TCP
+        // reads no others; they describe readable buffers that outlive the
+        // call (TCP copies them).
+        let r = unsafe {
+            glue::rsiw_sock_send_locked(
+                self.sock.ptr.as_ptr(),
+                vec.as_mut_ptr().cast::<bindings::kvec>(),
+                pieces.len(),
+                len,
+                more,
+            )
+        };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(r as usize)
+    }
+}
+
+impl Drop for SendLock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: locked by the type invariant; processes the receive
+        // backlog and unlocks.
+        unsafe { glue::rsiw_sk_unlock(self.sock.ptr.as_ptr()) };
     }
 }
 

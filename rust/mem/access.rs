@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory access by the data path: the IB access flags (`enum
-//! ib_access_flags`), STag lookup (with a one-entry cache per QP side),
-//! the validity, PD, access and bounds checks, and copying out of and
-//! into registered memory (user pages, DMA MRs, fast-registration page
-//! lists). Shared by the transmit and the receive side of the QPs.
+//! ib_access_flags`), resolving an STag into a checked [`MemRef`] (with
+//! a one-entry cache per QP side; validity, key, PD, rights and bounds in
+//! one consistent look), each piece of a transfer inside the memory's
+//! gate ([`MemRef::enter`], [`MemRef::write`]), invalidation, and copying
+//! out of and into registered memory (user pages, DMA MRs,
+//! fast-registration page lists). Shared by the transmit and the receive
+//! side of the QPs.
+//!
+//! The rule it keeps: after an invalidation or deregistration completed,
+//! not one octet is placed into the memory or read out of it. A transfer
+//! is checked once against a registration and re-enters that same
+//! registration for every piece; the memory's gate
+//! ([`crate::state::gate`]) counts the pieces inside, and a
+//! deregistration or Local Invalidate waits for them to leave.
 
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
@@ -15,6 +25,7 @@ use crate::kif::{
     rcu_xarray::{LookupCache, RcuXArray},
     rdma::umem::{kernel_slice, kernel_write},
 };
+use crate::state::gate::{InvalidateError, Ticket};
 
 // IB access flags (`enum ib_access_flags`).
 
@@ -34,7 +45,8 @@ pub const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
 /// Why a memory reference was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MemFault {
-    /// Unknown, stale (key mismatch) or invalidated STag.
+    /// Unknown, stale (key mismatch) or invalidated STag, or a
+    /// registration that ended since the transfer was checked.
     Stag,
     /// The memory belongs to another protection domain.
     Pd,
@@ -42,6 +54,8 @@ pub(crate) enum MemFault {
     Access,
     /// The range is outside the memory object.
     Bounds,
+    /// The copy itself failed (a page list shorter than its length).
+    Copy,
 }
 
 /// The last STag index one side of a QP looked up: the next message
@@ -49,53 +63,100 @@ pub(crate) enum MemFault {
 /// four levels deep for random STag indices).
 pub(crate) type StagCache = LookupCache<Mem>;
 
-/// The memory object an STag names (index and key) in `table` (the
-/// device's [`Table`](super::Table)), if any.
-pub(crate) fn lookup_stag(
+/// A transfer inside a memory object's gate: the registration it was
+/// checked against cannot end (invalidation and deregistration wait for,
+/// or fail on, the transfers inside) until this is dropped. Held for one
+/// piece of a transfer: one received chunk's copy, one send call.
+pub(crate) struct Inside<'a> {
+    mem: &'a Mem,
+}
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.mem.gate.leave();
+    }
+}
+
+/// A memory object checked for one use (a tagged segment, an SGE of a
+/// work request, the source of a Read Response, the sink of a Read):
+/// the STag resolved, and key, PD, rights and range checked in one
+/// consistent look at the registration, which the ticket names. Each
+/// piece of the transfer enters that same registration again
+/// ([`MemRef::enter`]); once it was invalidated or deregistered, nothing
+/// more is placed into the memory or read from it.
+#[derive(Clone)]
+pub(crate) struct MemRef {
+    mem: Arc<Mem>,
+    ticket: Ticket,
+}
+
+impl MemRef {
+    /// Enters the registration this reference was checked against, for
+    /// one piece of the transfer; [`MemFault::Stag`] once it ended.
+    pub(crate) fn enter(&self) -> core::result::Result<Inside<'_>, MemFault> {
+        self.mem
+            .gate
+            .enter(self.ticket)
+            .map_err(|_| MemFault::Stag)?;
+        Ok(Inside { mem: &self.mem })
+    }
+
+    /// Copies `data` into the memory at `addr` (within the range checked),
+    /// inside the registration it was checked against.
+    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> core::result::Result<(), MemFault> {
+        let _inside = self.enter()?;
+        mem_write(&self.mem, addr, data).map_err(|_| MemFault::Copy)
+    }
+
+    /// A contiguous piece of the memory at `addr` (within the range
+    /// checked), at most `max` octets (less at a page boundary). Only to
+    /// be read while `inside` (this reference's [`MemRef::enter`]) lives.
+    pub(crate) fn slice<'a>(
+        &'a self,
+        _inside: &Inside<'_>,
+        addr: u64,
+        max: u32,
+    ) -> Result<&'a [u8]> {
+        mem_slice(&self.mem, addr, max)
+    }
+}
+
+/// Resolves `stag` in `table` (the device's [`Table`](super::Table),
+/// through the side's one-entry `cache`) for `[addr, addr + len)` with
+/// rights `need` by a QP of protection domain `pd_id`. The key and
+/// validity are checked as the look-up enters the gate, and PD, rights
+/// and range while inside it: one consistent look, which no
+/// invalidation or re-registration can split.
+pub(crate) fn resolve(
     table: &RcuXArray<Mem>,
-    stag: u32,
     cache: &mut StagCache,
-) -> Option<Arc<Mem>> {
-    let mem = table.get_cached(stag >> 8, cache)?;
-    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
-        return None;
-    }
-    Some(mem)
-}
-
-/// The memory object an invalidation (Send with Invalidate, Local
-/// Invalidate, Read with Local Invalidate) names: index *and* key must
-/// match (a stale STag of an earlier registration cycle names nothing and
-/// must leave the current registration alone), and the memory must belong
-/// to the QP's PD (`pd_id`). Errors: [`MemFault::Stag`] (unknown or stale)
-/// or [`MemFault::Pd`].
-pub(crate) fn lookup_inval(
-    table: &RcuXArray<Mem>,
-    pd_id: u32,
     stag: u32,
-) -> core::result::Result<Arc<Mem>, MemFault> {
-    let mem = table.get(stag >> 8).ok_or(MemFault::Stag)?;
-    if mem.key.load(Ordering::Acquire) & 0xff != stag & 0xff {
-        return Err(MemFault::Stag);
-    }
-    if mem.pd_id != pd_id {
-        return Err(MemFault::Pd);
-    }
-    Ok(mem)
+    pd_id: u32,
+    addr: u64,
+    len: u64,
+    need: u32,
+) -> core::result::Result<MemRef, MemFault> {
+    let mem = table.get_cached(stag >> 8, cache).ok_or(MemFault::Stag)?;
+    let ticket = mem
+        .gate
+        .enter_key((stag & 0xff) as u8)
+        .map_err(|_| MemFault::Stag)?;
+    let checked = {
+        let _inside = Inside { mem: &mem };
+        check_registration(&mem, pd_id, addr, len, need)
+    };
+    checked.map(|()| MemRef { mem, ticket })
 }
 
-/// Checks validity, PD, access rights `need` and bounds of `[addr, addr +
-/// len)` of `mem` for a QP of protection domain `pd_id`.
-pub(crate) fn check_mem(
+/// PD, rights `need` and bounds of `[addr, addr + len)` in `mem`, whose
+/// gate the caller is inside.
+fn check_registration(
     mem: &Mem,
     pd_id: u32,
     addr: u64,
     len: u64,
     need: u32,
 ) -> core::result::Result<(), MemFault> {
-    if !mem.valid.load(Ordering::Acquire) {
-        return Err(MemFault::Stag);
-    }
     if mem.pd_id != pd_id {
         return Err(MemFault::Pd);
     }
@@ -107,6 +168,81 @@ pub(crate) fn check_mem(
     if addr < va || end > va.saturating_add(mem.len.get()) {
         return Err(MemFault::Bounds);
     }
+    Ok(())
+}
+
+/// The memory object an invalidation (Send with Invalidate, Local
+/// Invalidate, Read with Local Invalidate) names: index *and* key must
+/// match (a stale STag of an earlier registration cycle names nothing and
+/// must leave the current registration alone), and the memory must belong
+/// to the QP's PD (`pd_id`). Errors: [`MemFault::Stag`] (unknown or stale)
+/// or [`MemFault::Pd`].
+fn lookup_inval(
+    table: &RcuXArray<Mem>,
+    pd_id: u32,
+    stag: u32,
+) -> core::result::Result<Arc<Mem>, MemFault> {
+    let mem = table.get(stag >> 8).ok_or(MemFault::Stag)?;
+    if mem.gate.key() != (stag & 0xff) as u8 {
+        return Err(MemFault::Stag);
+    }
+    if mem.pd_id != pd_id {
+        return Err(MemFault::Pd);
+    }
+    Ok(mem)
+}
+
+/// Why an invalidation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InvalFault {
+    /// No such STag (or a stale key).
+    Stag,
+    /// The memory belongs to another protection domain.
+    Pd,
+    /// A transfer is inside the memory right now (remote and Read
+    /// invalidations only, which cannot wait).
+    Busy,
+}
+
+impl From<MemFault> for InvalFault {
+    fn from(f: MemFault) -> Self {
+        match f {
+            MemFault::Pd => Self::Pd,
+            _ => Self::Stag,
+        }
+    }
+}
+
+/// Invalidates `stag` for a QP of `pd_id` where nothing may sleep (a
+/// Send with Invalidate or a Read with Local Invalidate, in the receive
+/// path): it fails if a transfer is inside the memory, possibly one of
+/// this very connection, which waiting would deadlock.
+pub(crate) fn invalidate_now(
+    table: &RcuXArray<Mem>,
+    pd_id: u32,
+    stag: u32,
+) -> core::result::Result<(), InvalFault> {
+    let mem = lookup_inval(table, pd_id, stag)?;
+    mem.gate
+        .try_invalidate((stag & 0xff) as u8)
+        .map_err(|e| match e {
+            InvalidateError::Stale => InvalFault::Stag,
+            InvalidateError::Busy => InvalFault::Busy,
+        })
+}
+
+/// Invalidates `stag` for a QP of `pd_id` and waits until no transfer is
+/// inside the memory any more (a Local Invalidate; process context).
+pub(crate) fn invalidate_wait(
+    table: &RcuXArray<Mem>,
+    pd_id: u32,
+    stag: u32,
+) -> core::result::Result<(), InvalFault> {
+    let mem = lookup_inval(table, pd_id, stag)?;
+    mem.gate
+        .close_key((stag & 0xff) as u8)
+        .map_err(|_| InvalFault::Stag)?;
+    mem.wait_idle();
     Ok(())
 }
 
@@ -133,7 +269,7 @@ fn pbl_addr(mem: &Mem, p: &SpinLockIrq<Pbl>, addr: u64) -> Result<(u64, u64)> {
 
 /// A contiguous read-only piece of `mem` starting at `addr`, at most `max`
 /// octets (less at a page boundary). The caller checked the bounds.
-pub(crate) fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
+fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
     if max == 0 {
         return Ok(&[]);
     }
@@ -152,7 +288,7 @@ pub(crate) fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
 }
 
 /// Copies `data` into `mem` at `addr`. The caller checked the bounds.
-pub(crate) fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
+fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
     if data.is_empty() {
         return Ok(());
     }

@@ -7,10 +7,10 @@
 //! [`crate::state::fifo`] in a `KVec`), and [`WrRef`], what the completion
 //! of a work request whose queue slot was given back needs.
 
-use kernel::{alloc::AllocError, prelude::*, sync::Arc};
+use kernel::{alloc::AllocError, prelude::*};
 
 use crate::kif::siw::{Sge, Sqe};
-use crate::mem::Mem;
+use crate::mem::access::MemRef;
 use crate::state::fifo::{self, Slots};
 use crate::wire::rdmap::ReadRequest;
 
@@ -46,7 +46,7 @@ pub struct OrqEntry {
     /// The sink SGE (STag = lkey, TO = address).
     pub sink: Sge,
     /// The sink memory (none for a zero-length Read).
-    pub mem: Option<Arc<Mem>>,
+    pub(crate) mem: Option<MemRef>,
     /// Octets of the response placed so far.
     pub placed: u32,
 }

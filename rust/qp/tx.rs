@@ -40,8 +40,15 @@ use super::orq::{Fifo, IrqEntry, TermMsg, TERM_MAX};
 use super::{Conn, Qp, QpState};
 use crate::base::limits;
 use crate::base::stats::Counter;
-use crate::kif::siw::{wc, wqe};
-use crate::wire::{error::ProtocolError, term::build_terminate};
+use crate::kif::{
+    rdma::handle::QpEvent,
+    siw::{wc, wqe},
+};
+use crate::mem::access::MemFault;
+use crate::wire::{
+    error::{ProtocolError, RdmapError},
+    term::build_terminate,
+};
 
 mod emit;
 mod job;
@@ -256,6 +263,11 @@ fn send_rounds(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, mut answe
                 tx.uncork();
                 return;
             }
+            Ok(Sent::MemoryGone(fault)) => match memory_gone(qp, tx, fault) {
+                // The TERMINATE goes out in the next round.
+                Some(t) => tx = t,
+                None => return,
+            },
             Err(e) => {
                 send_failed(qp, tx, e);
                 return;
@@ -385,6 +397,51 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
         }
         Kind::Term => true,
     }
+}
+
+/// The memory of the message in transmission was invalidated or
+/// deregistered (`fault`) since it was checked: not one more octet of it
+/// may be read. A Read Response stops with the invalid STag TERMINATE; a
+/// Send or Write completes with a protection error and terminates the
+/// stream, as a local error does. Between batches the TERMINATE follows
+/// (the transmit lock is given back for it); in the middle of a batch TCP
+/// took part of, the FPDU cannot be finished without the memory, so the
+/// connection is closed at once (`None`).
+#[cold]
+fn memory_gone<'a>(
+    qp: &Arc<Qp>,
+    mut tx: Guard<'a, TxState, MutexBackend>,
+    fault: MemFault,
+) -> Option<Guard<'a, TxState, MutexBackend>> {
+    let mid_fpdu = !tx.between_batches();
+    pr_warn!(
+        "rsiw: QP {}: memory of the message in transmission went away ({:?}): stopped\n",
+        qp.id(),
+        fault
+    );
+    let err: ProtocolError = match tx.end_job() {
+        Some((Kind::ReadResp, _)) => {
+            qp.irq.lock().active = false;
+            match fault {
+                MemFault::Copy => RdmapError::LocalCatastrophic.into(),
+                _ => RdmapError::InvalidStag.into(),
+            }
+        }
+        Some((Kind::Wr, _)) => {
+            complete_active_wr(qp, 0, sq::fault_status(fault));
+            qp.handle.event(QpEvent::Fatal);
+            RdmapError::LocalCatastrophic.into()
+        }
+        _ => RdmapError::LocalCatastrophic.into(),
+    };
+    if mid_fpdu {
+        drop(tx);
+        qp.set_error();
+        qp.drop_conn();
+        return None;
+    }
+    queue_terminate(qp, err, None, 0);
+    Some(tx)
 }
 
 /// TCP refused the message (not for want of room): it fails, the QP goes

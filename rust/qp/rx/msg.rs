@@ -4,15 +4,9 @@
 //! element, the memory its SGEs name, how far it is filled (the wire
 //! core's [`UntaggedMsg`]) and the status it completes with.
 
-use core::sync::atomic::Ordering;
-use kernel::sync::Arc;
-
 use crate::kif::siw::{wc, wqe};
 use crate::kif::siw::{Rqe, Sge, MAX_SGE};
-use crate::mem::access::{
-    self, check_mem, lookup_inval, lookup_stag, mem_write, MemFault, StagCache,
-};
-use crate::mem::Mem;
+use crate::mem::access::{self, invalidate_now, resolve, InvalFault, MemRef, StagCache};
 use crate::qp::Qp;
 use crate::wire::{
     error::{DdpError, ProtocolError, RdmapError},
@@ -20,7 +14,7 @@ use crate::wire::{
     rdmap::Opcode,
 };
 
-const NO_MEM: Option<Arc<Mem>> = None;
+const NO_MEM: Option<MemRef> = None;
 
 /// A receive completion to make: the element, the octets placed and the
 /// status.
@@ -33,8 +27,8 @@ pub(super) type RecvCompletion = (Rqe, u32, u16);
 pub(super) struct RecvMsg {
     msg: UntaggedMsg,
     rqe: Rqe,
-    /// The memory each SGE in use names (looked up when it began).
-    mems: [Option<Arc<Mem>>; MAX_SGE],
+    /// The memory each SGE in use names (checked when it began).
+    mems: [Option<MemRef>; MAX_SGE],
     /// SGEs in use.
     n: usize,
     /// Invalidate STag of Send with Invalidate (first segment).
@@ -104,6 +98,7 @@ impl RecvMsg {
         self.opcode = opcode;
         self.status = wc::SUCCESS;
         let max = (qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
+        let pd_id = qp.pd_id;
         let n = usize::from(self.rqe.num_sge);
         let mut bad = n > max;
         let mut total = 0u32;
@@ -116,15 +111,10 @@ impl RecvMsg {
             if s.length == 0 || bad {
                 continue;
             }
-            match lookup_stag(&qp.mem_xa, s.lkey, stags) {
-                Some(mem) => {
-                    let len = u64::from(s.length);
-                    if check_mem(&mem, qp.pd_id, s.addr, len, access::LOCAL_WRITE).is_err() {
-                        bad = true;
-                    }
-                    *slot = Some(mem);
-                }
-                None => bad = true,
+            let (len, need) = (u64::from(s.length), access::LOCAL_WRITE);
+            match resolve(&qp.mem_xa, stags, s.lkey, pd_id, s.addr, len, need) {
+                Ok(mem) => *slot = Some(mem),
+                Err(_) => bad = true,
             }
         }
         self.msg.begin(total);
@@ -151,7 +141,7 @@ impl RecvMsg {
         let pieces = pieces.map(|(s, mem)| (s.length, (s.addr, mem)));
         let r = scatter(pieces, mo, data, |(addr, mem), off, now| {
             let addr = addr.wrapping_add(u64::from(off));
-            match mem.as_ref().map(|mm| mem_write(mm, addr, now).is_ok()) {
+            match mem.as_ref().map(|mm| mm.write(addr, now).is_ok()) {
                 Some(true) => Ok(()),
                 _ => Err(()),
             }
@@ -187,13 +177,13 @@ impl RecvMsg {
         }
         // Index and key: a stale STag (an earlier registration cycle's
         // key) must not invalidate the current registration.
-        match lookup_inval(&qp.mem_xa, qp.pd_id, self.inval) {
-            Ok(mem) => {
-                mem.valid.store(false, Ordering::Release);
-                Ok(Some(self.inval))
-            }
-            Err(MemFault::Pd) => Err(RdmapError::ProtectionCannotInvalidate),
-            Err(_) => Err(RdmapError::OperationCannotInvalidate),
+        // It cannot wait for a transfer inside the memory (that may be one
+        // of this very connection, whose socket we hold): an STag in use
+        // cannot be invalidated.
+        match invalidate_now(&qp.mem_xa, qp.pd_id, self.inval) {
+            Ok(()) => Ok(Some(self.inval)),
+            Err(InvalFault::Pd) => Err(RdmapError::ProtectionCannotInvalidate),
+            Err(InvalFault::Stag | InvalFault::Busy) => Err(RdmapError::OperationCannotInvalidate),
         }
     }
 

@@ -7,12 +7,11 @@
 //! element of the Send in progress. What a segment completes is in
 //! [`complete`].
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 use super::actions::Actions;
 use super::msg::{RecvCompletion, RecvMsg};
-use crate::mem::access::{self, check_mem, lookup_stag, mem_write, MemFault, StagCache};
-use crate::mem::Mem;
+use crate::mem::access::{self, resolve, MemFault, MemRef, StagCache};
 use crate::qp::Qp;
 use crate::wire::{
     error::{DdpError, ProtocolError, RdmapError},
@@ -29,11 +28,11 @@ enum Seg {
     None,
     /// The Send in progress, at message offset `mo`.
     Send { mo: u32, len: u32 },
-    /// An RDMA Write to `mem` at tagged offset `to`.
-    Write { mem: Arc<Mem>, to: u64 },
+    /// An RDMA Write of `len` octets to `mem` at tagged offset `to`.
+    Write { mem: MemRef, to: u64, len: u32 },
     /// An RDMA Read Response to the ORQ head's sink.
     ReadResp {
-        mem: Option<Arc<Mem>>,
+        mem: Option<MemRef>,
         to: u64,
         len: u32,
     },
@@ -135,6 +134,7 @@ fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
         MemFault::Stag => DdpError::TaggedInvalidStag.into(),
         MemFault::Pd => DdpError::TaggedStagNotAssociated.into(),
         MemFault::Access => RdmapError::AccessRights.into(),
+        MemFault::Copy => DdpError::LocalCatastrophic.into(),
         MemFault::Bounds => {
             if to.checked_add(u64::from(len)).is_none() {
                 DdpError::TaggedToWrap.into()
@@ -219,18 +219,17 @@ impl Sink<'_> {
             return Ok(());
         }
         // The QP's access flags are not enforced (as in siw): see
-        // `tx::read::response_job`.
-        let mem = lookup_stag(&self.qp.mem_xa, t.stag, &mut self.c.stags)
-            .ok_or(DdpError::TaggedInvalidStag)?;
-        check_mem(
-            &mem,
-            self.qp.pd_id,
-            t.to,
-            u64::from(plen),
-            access::REMOTE_WRITE,
-        )
-        .map_err(|f| tagged_fault(f, t.to, plen))?;
-        self.c.seg = Seg::Write { mem, to: t.to };
+        // `tx::read::response_job`. Each chunk of the payload enters the
+        // registration checked here again (`on_payload`).
+        let (xa, stags) = (&self.qp.mem_xa, &mut self.c.stags);
+        let need = access::REMOTE_WRITE;
+        let mem = resolve(xa, stags, t.stag, self.qp.pd_id, t.to, plen.into(), need)
+            .map_err(|f| tagged_fault(f, t.to, plen))?;
+        self.c.seg = Seg::Write {
+            mem,
+            to: t.to,
+            len: plen,
+        };
         Ok(())
     }
 
@@ -306,13 +305,18 @@ impl RxSink for Sink<'_> {
                 let o = mo.checked_add(offset).ok_or(DdpError::UntaggedTooLong)?;
                 m.place(o, data)
             }
-            Seg::Write { mem, to } => {
+            // A chunk of a tagged segment is placed only inside the
+            // registration its header was checked against: once that was
+            // invalidated or deregistered, the segment draws the invalid
+            // STag TERMINATE and nothing more of it is placed.
+            Seg::Write { mem, to, len } => {
                 let a = to.wrapping_add(u64::from(offset));
-                mem_write(mem, a, data).map_err(|_| DdpError::LocalCatastrophic.into())
+                mem.write(a, data).map_err(|f| tagged_fault(f, *to, *len))
             }
-            Seg::ReadResp { mem, to, .. } => match mem {
-                Some(mem) => mem_write(mem, to.wrapping_add(u64::from(offset)), data)
-                    .map_err(|_| DdpError::LocalCatastrophic.into()),
+            Seg::ReadResp { mem, to, len } => match mem {
+                Some(mem) => mem
+                    .write(to.wrapping_add(u64::from(offset)), data)
+                    .map_err(|f| tagged_fault(f, *to, *len)),
                 None if data.is_empty() => Ok(()),
                 None => Err(DdpError::TaggedBaseBounds.into()),
             },

@@ -10,12 +10,13 @@
 
 use kernel::prelude::*;
 
-use super::job::Job;
+use super::job::{Entered, Job};
 use super::state::{Emission, TxState, SCRATCH};
 use crate::base::stats::{Counter, Stats};
 use crate::kif::crc::KernelCrc32c;
+use crate::kif::sock::SendLock;
+use crate::mem::access::MemFault;
 use crate::qp::orq::TERM_MAX;
-use crate::qp::Conn;
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     tx::{frame_plain_head, FpduPlan, Segment, TxPiece, PLAIN_TAIL_MAX},
@@ -45,14 +46,29 @@ pub(super) enum Sent {
     /// full. The next run rebuilds the batch and goes on after what TCP
     /// took.
     TcpFull,
+    /// The memory the payload comes from was invalidated or deregistered
+    /// since the job was checked: nothing of this batch was read or sent.
+    MemoryGone(MemFault),
 }
 
 /// Builds the current batch of the job (from its committed position),
 /// sends what TCP has not taken yet, and commits when all of it went out.
 /// An error is a failure of the connection, not a full send buffer.
+///
+/// The batch is built and sent with the socket locked and the job's
+/// memory entered (see [`crate::mem::access`]): the payload is read (for
+/// the CRC, and by TCP's copy) only inside the registration the job was
+/// checked against, and the memory is left before the socket's receive
+/// backlog runs (which may invalidate it: a Send with Invalidate cannot
+/// wait for a transfer of its own connection).
 pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<Sent> {
     let Some(mut e) = tx.emission()? else {
         return Ok(Sent::Done);
+    };
+    let sock = e.conn.sock.lock_send();
+    let entered = match e.job.src.enter() {
+        Ok(entered) => entered,
+        Err(fault) => return Ok(Sent::MemoryGone(fault)),
     };
     let hdr_len = e.job.hdr_len();
     // The common case, a message (or its rest) that fits one FPDU without
@@ -60,12 +76,27 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
     if !e.limits.mode.markers && e.job.term.is_none() {
         let max = CAPS.max_payload(e.limits, hdr_len, e.job.src.buffers());
         if let Some(sg) = e.pos.rest_in_one(max) {
-            if let Some(sent) = send_rest_in_one(&mut e, &sg, stats, queued)? {
+            let out = Out {
+                sock: &sock,
+                entered: &entered,
+            };
+            if let Some(sent) = send_rest_in_one(&mut e, &out, &sg, stats, queued)? {
                 return Ok(sent);
             }
         }
     }
-    send_planned(&mut e, stats, queued, hdr_len)
+    let out = Out {
+        sock: &sock,
+        entered: &entered,
+    };
+    send_planned(&mut e, &out, stats, queued, hdr_len)
+}
+
+/// Where one send call's octets go and come from: the locked socket and
+/// the job's entered memory.
+struct Out<'a, 'b> {
+    sock: &'a SendLock<'b>,
+    entered: &'a Entered<'b>,
 }
 
 /// Sends segment `sg`, the rest of the job, as one FPDU without markers
@@ -73,11 +104,12 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
 /// (nothing was sent).
 fn send_rest_in_one(
     e: &mut Emission<'_>,
+    out: &Out<'_, '_>,
     sg: &Segment,
     stats: &Stats,
     queued: bool,
 ) -> Result<Option<Sent>> {
-    let single = match send_single(e.conn, e.job, sg, e.limits.mode.crc, queued) {
+    let single = match send_single(out, e.job, sg, e.limits.mode.crc, queued) {
         Err(err) if err == EAGAIN => return Ok(Some(Sent::TcpFull)),
         r => r?,
     };
@@ -104,7 +136,7 @@ const SINGLE_PIECES: usize = 4;
 /// Returns the octets TCP took and the FPDU's length, or `None` when the
 /// payload has more than [`SINGLE_PIECES`] pieces (nothing was sent).
 fn send_single(
-    conn: &Conn,
+    out: &Out<'_, '_>,
     job: &Job,
     sg: &Segment,
     crc: bool,
@@ -124,7 +156,7 @@ fn send_single(
             return Ok(None);
         };
         let o = sg.offset.checked_add(done).ok_or(EINVAL)?;
-        let d = job.payload(o, sg.len - done)?;
+        let d = job.payload(out.entered, o, sg.len - done)?;
         if d.is_empty() {
             return Err(EFAULT);
         }
@@ -149,7 +181,7 @@ fn send_single(
         *slot = p;
     }
     let total = hl + sg.len as usize + tl;
-    let n = conn.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
+    let n = out.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
     Ok(Some((n, total)))
 }
 
@@ -157,11 +189,17 @@ fn send_single(
 /// FPDUs, markers, TERMINATEs and resumed partial sends. `hdr_len` is the
 /// job's.
 #[inline(never)]
-fn send_planned(e: &mut Emission<'_>, stats: &Stats, queued: bool, hdr_len: usize) -> Result<Sent> {
+fn send_planned(
+    e: &mut Emission<'_>,
+    out: &Out<'_, '_>,
+    stats: &Stats,
+    queued: bool,
+    hdr_len: usize,
+) -> Result<Sent> {
     let job = e.job;
     let crc = e.limits.mode.crc;
     let mut planner = e.pos.planner(e.limits, hdr_len, job.src.buffers(), CAPS);
-    let mut batch = Batch::new(e.scratch);
+    let mut batch = Batch::new(e.scratch, out.entered);
     batch.plan(&mut planner, job, hdr_len, crc)?;
     if batch.n == 0 {
         // Nothing fits (cannot happen with the caps above).
@@ -172,7 +210,7 @@ fn send_planned(e: &mut Emission<'_>, stats: &Stats, queued: bool, hdr_len: usiz
     // More segments of the message follow right away: let TCP coalesce.
     let more = !planner.end().message_done();
     let rest = skip_taken(v.get_mut(..nv).unwrap_or(&mut []), e.pos.taken());
-    let n = match e.conn.sock.send(rest, more || queued) {
+    let n = match out.sock.send(rest, more || queued) {
         Ok(n) => n,
         Err(err) if err == EAGAIN => {
             stats.inc(Counter::TxTcpFull);
@@ -224,15 +262,18 @@ struct Batch<'a, 's> {
     /// Scratch octets used.
     s: usize,
     scratch: &'s mut [u8; SCRATCH],
+    /// The job's memory, entered for this batch.
+    entered: &'s Entered<'s>,
 }
 
 impl<'a, 's> Batch<'a, 's> {
-    fn new(scratch: &'s mut [u8; SCRATCH]) -> Self {
+    fn new(scratch: &'s mut [u8; SCRATCH], entered: &'s Entered<'s>) -> Self {
         Self {
             p: [Piece::Scratch(0, 0); MAX_PIECES],
             n: 0,
             s: 0,
             scratch,
+            entered,
         }
     }
 
@@ -341,7 +382,7 @@ impl<'a, 's> Batch<'a, 's> {
         let mut done = 0u32;
         while done < len {
             let o = off.checked_add(done).ok_or(EINVAL)?;
-            let d = job.payload(o, len - done)?;
+            let d = job.payload(self.entered, o, len - done)?;
             if d.is_empty() {
                 return Err(EFAULT);
             }

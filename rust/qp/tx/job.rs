@@ -4,11 +4,10 @@
 //! its header, length and where its payload lies), built by the job
 //! pickers and read by the FPDU emission.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 use crate::kif::siw::{Sge, Sqe, MAX_INLINE, MAX_SGE};
-use crate::mem::access::mem_slice;
-use crate::mem::Mem;
+use crate::mem::access::{Inside, MemFault, MemRef};
 use crate::qp::orq::TermMsg;
 use crate::wire::{
     rdmap::{Opcode, SegmentHeader},
@@ -22,20 +21,44 @@ pub(super) enum Src {
     /// The inline data of the work request.
     Inline([u8; MAX_INLINE]),
     /// Registered memory: the first `n` SGEs of `Job::sqe` with their
-    /// resolved memory objects.
+    /// checked memory references.
     Sgl {
-        mems: [Option<Arc<Mem>>; MAX_SGE],
+        mems: [Option<MemRef>; MAX_SGE],
         n: usize,
     },
 }
 
+/// The memory of a job entered for one send call (see
+/// [`MemRef::enter`]): its payload may be read only while this lives, and
+/// no invalidation or deregistration of that memory completes meanwhile.
+pub(super) struct Entered<'a> {
+    inside: [Option<Inside<'a>>; MAX_SGE],
+}
+
 impl Src {
     /// Registered memory `mem` as the only SGE.
-    pub(super) fn one(mem: Arc<Mem>) -> Self {
-        const NONE: Option<Arc<Mem>> = None;
+    pub(super) fn one(mem: MemRef) -> Self {
+        const NONE: Option<MemRef> = None;
         let mut mems = [NONE; MAX_SGE];
         mems[0] = Some(mem);
         Self::Sgl { mems, n: 1 }
+    }
+
+    /// Enters the memory of every SGE for one send call; fails with
+    /// [`MemFault::Stag`] once one of their registrations ended (nothing
+    /// more of the message may be read).
+    pub(super) fn enter(&self) -> core::result::Result<Entered<'_>, MemFault> {
+        let mut e = Entered {
+            inside: [const { None }; MAX_SGE],
+        };
+        if let Self::Sgl { mems, n } = self {
+            for (slot, m) in e.inside.iter_mut().zip(mems.iter()).take(*n) {
+                if let Some(m) = m {
+                    *slot = Some(m.enter()?);
+                }
+            }
+        }
+        Ok(e)
     }
 
     /// Buffers the payload lies in (one for inline data and no payload).
@@ -149,8 +172,9 @@ impl Job {
     }
 
     /// A slice of the payload at message offset `off`, at most `max`
-    /// octets (less where a buffer or a page ends).
-    pub(super) fn payload(&self, off: u32, max: u32) -> Result<&[u8]> {
+    /// octets (less where a buffer or a page ends), read while `entered`
+    /// (the job's memory, [`Src::enter`]) lives.
+    pub(super) fn payload(&self, entered: &Entered<'_>, off: u32, max: u32) -> Result<&[u8]> {
         match &self.src {
             Src::None => Err(EINVAL),
             Src::Inline(data) => {
@@ -160,14 +184,16 @@ impl Job {
             }
             Src::Sgl { mems, n } => {
                 let mut base = 0u32;
-                for (s, m) in self.sqe.sge.iter().zip(mems.iter()).take(*n) {
+                let sges = self.sqe.sge.iter().zip(mems.iter());
+                for ((s, m), inside) in sges.zip(entered.inside.iter()).take(*n) {
                     let end = base.checked_add(s.length).ok_or(EINVAL)?;
                     if off < end && s.length > 0 {
                         let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
                         let want = max.min(end - off);
                         let mem = m.as_ref().ok_or(EINVAL)?;
+                        let inside = inside.as_ref().ok_or(EINVAL)?;
                         let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
-                        return mem_slice(mem, addr, want);
+                        return mem.slice(inside, addr, want);
                     }
                     base = end;
                 }

@@ -17,8 +17,7 @@ use crate::kif::{
     rdma::handle::QpEvent,
     siw::{Sge, Sqe},
 };
-use crate::mem::access::{self, check_mem, lookup_stag, MemFault, StagCache};
-use crate::mem::Mem;
+use crate::mem::access::{self, resolve, MemFault, MemRef, StagCache};
 use crate::qp::orq::{IrqEntry, OrqEntry};
 use crate::qp::Qp;
 use crate::wire::{
@@ -82,20 +81,15 @@ fn sink_memory(
     qp: &Qp,
     sink: &Sge,
     cache: &mut StagCache,
-) -> core::result::Result<Option<Arc<Mem>>, u16> {
+) -> core::result::Result<Option<MemRef>, u16> {
     if sink.length == 0 {
         return Ok(None);
     }
-    let m = lookup_stag(&qp.mem_xa, sink.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
-    check_mem(
-        &m,
-        qp.pd_id,
-        sink.addr,
-        u64::from(sink.length),
-        access::LOCAL_WRITE,
-    )
-    .map_err(fault_status)?;
-    Ok(Some(m))
+    let len = u64::from(sink.length);
+    let need = access::LOCAL_WRITE;
+    resolve(&qp.mem_xa, cache, sink.lkey, qp.pd_id, sink.addr, len, need)
+        .map(Some)
+        .map_err(fault_status)
 }
 
 /// Where [`into_orq`] put an RDMA Read.
@@ -165,13 +159,16 @@ fn source_memory(
     if rr.size == 0 {
         return Ok((sqe, Src::None));
     }
-    let mem = lookup_stag(&qp.mem_xa, rr.src_stag, cache).ok_or(RdmapError::InvalidStag)?;
-    check_mem(
-        &mem,
+    let len = u64::from(rr.size);
+    let need = access::REMOTE_READ;
+    let mem = resolve(
+        &qp.mem_xa,
+        cache,
+        rr.src_stag,
         qp.pd_id,
         rr.src_to,
-        u64::from(rr.size),
-        access::REMOTE_READ,
+        len,
+        need,
     )
     .map_err(|f| read_fault(rr, f))?;
     sqe.sge[0] = Sge {
@@ -183,9 +180,10 @@ fn source_memory(
 }
 
 /// The RDMAP error of a Read Request whose source memory check failed.
-fn read_fault(rr: &ReadRequest, f: MemFault) -> RdmapError {
+pub(super) fn read_fault(rr: &ReadRequest, f: MemFault) -> RdmapError {
     match f {
         MemFault::Stag => RdmapError::InvalidStag,
+        MemFault::Copy => RdmapError::LocalCatastrophic,
         MemFault::Pd => RdmapError::StagNotAssociated,
         MemFault::Access => RdmapError::AccessRights,
         // RFC 5040 4.8: a source TO + size past 2^64 is TO wrap, not

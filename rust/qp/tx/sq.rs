@@ -11,7 +11,6 @@
 //! the transmit side took its copy (libsiw rings the doorbell only when
 //! the slot before its new work is free).
 
-use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
 use super::job::{Job, Kind, Src};
@@ -22,8 +21,8 @@ use crate::kif::{
     rdma::handle::QpEvent,
     siw::{Sqe, MAX_INLINE, MAX_SGE},
 };
-use crate::mem::access::{self, check_mem, lookup_inval, lookup_stag, MemFault, StagCache};
-use crate::mem::{Mem, MemKind};
+use crate::mem::access::{self, invalidate_wait, resolve, MemFault, MemRef, StagCache};
+use crate::mem::MemKind;
 use crate::qp::orq::WrRef;
 use crate::qp::Qp;
 use crate::wire::{
@@ -134,7 +133,7 @@ fn resolve_sgl(
     if n > MAX_SGE || n > qp.caps.sq_max_sge.max(1) as usize {
         return Err(wc::LOC_QP_OP_ERR);
     }
-    const NONE: Option<Arc<Mem>> = None;
+    const NONE: Option<MemRef> = None;
     let mut mems = [NONE; MAX_SGE];
     let mut total = 0u32;
     for (k, s) in sqe.sge.iter().take(n).enumerate() {
@@ -142,8 +141,9 @@ fn resolve_sgl(
         if s.length == 0 {
             continue;
         }
-        let mem = lookup_stag(&qp.mem_xa, s.lkey, cache).ok_or(wc::LOC_PROT_ERR)?;
-        check_mem(&mem, qp.pd_id, s.addr, u64::from(s.length), need).map_err(fault_status)?;
+        let len = u64::from(s.length);
+        let mem = resolve(&qp.mem_xa, cache, s.lkey, qp.pd_id, s.addr, len, need)
+            .map_err(fault_status)?;
         if let Some(slot) = mems.get_mut(k) {
             *slot = Some(mem);
         }
@@ -152,15 +152,12 @@ fn resolve_sgl(
 }
 
 /// Local Invalidate of the STag in `rkey`; `false` when it names no
-/// memory of the QP's PD that may be invalidated.
+/// memory of the QP's PD that may be invalidated. It completes only once
+/// no transfer is inside the memory (a Write being placed into it, a Read
+/// Response being sent from it, on any QP): the consumer may reuse the
+/// memory as soon as it sees the completion.
 fn invalidate(qp: &Qp, sqe: &Sqe) -> bool {
-    match lookup_inval(&qp.mem_xa, qp.pd_id, sqe.rkey) {
-        Ok(mem) => {
-            mem.valid.store(false, Ordering::Release);
-            true
-        }
-        Err(_) => false,
-    }
+    invalidate_wait(&qp.mem_xa, qp.pd_id, sqe.rkey).is_ok()
 }
 
 /// Fast registration: `raddr` is the STag index of the MR, `rkey` the new
@@ -179,22 +176,25 @@ fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
     let Some(mem) = qp.mem_xa.get(index) else {
         return false;
     };
-    if mem.pd_id != qp.pd_id || mem.valid.load(Ordering::Acquire) {
+    if mem.pd_id != qp.pd_id || mem.is_valid() {
         return false;
     }
     if !matches!(mem.kind, MemKind::Pbl(_)) {
         return false;
     }
-    mem.key.store(sqe.rkey & 0xff, Ordering::Release);
+    // Invalid, so nobody enters; a transfer of the last registration may
+    // still be inside (the invalidation that ended it could not wait).
+    mem.wait_idle();
     // IOVA and length as the consumer set them before posting (as siw,
     // which reloads them from the ib_mr here): the page offset is the one
     // `ib_map_mr_sg` mapped, the upper bits may differ.
     mem.va.set(sqe.sge[1].addr);
     mem.len.set(u64::from(sqe.sge[1].length));
-    mem.access
-        .store(sqe.access as u32 & access::IWARP_MASK, Ordering::Release);
-    mem.valid.store(true, Ordering::Release);
-    true
+    mem.access.store(
+        sqe.access as u32 & access::IWARP_MASK,
+        core::sync::atomic::Ordering::Release,
+    );
+    mem.gate.open((sqe.rkey & 0xff) as u8).is_ok()
 }
 
 /// Takes the work request in send queue slot `idx` (as siw, the slot goes
@@ -254,6 +254,6 @@ pub(super) fn fault_status(f: MemFault) -> u16 {
     match f {
         MemFault::Bounds => wc::LOC_LEN_ERR,
         MemFault::Access => wc::LOC_ACCESS_ERR,
-        MemFault::Stag | MemFault::Pd => wc::LOC_PROT_ERR,
+        MemFault::Stag | MemFault::Pd | MemFault::Copy => wc::LOC_PROT_ERR,
     }
 }

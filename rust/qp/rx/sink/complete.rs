@@ -11,7 +11,7 @@ use kernel::prelude::*;
 
 use super::{Seg, Sink};
 use crate::kif::siw::{op, wc};
-use crate::mem::access::lookup_inval;
+use crate::mem::access::invalidate_now;
 use crate::qp::orq::IrqEntry;
 use crate::wire::{
     error::{ProtocolError, RdmapError},
@@ -100,9 +100,8 @@ impl Sink<'_> {
         let Some(e) = e else { return Ok(()) };
         let mut status = wc::SUCCESS;
         if e.opcode == op::READ_LOCAL_INV {
-            match lookup_inval(&self.qp.mem_xa, self.qp.pd_id, e.sink.lkey) {
-                Ok(mem) => mem.valid.store(false, Ordering::Release),
-                Err(_) => status = wc::GENERAL_ERR,
+            if invalidate_now(&self.qp.mem_xa, self.qp.pd_id, e.sink.lkey).is_err() {
+                status = wc::GENERAL_ERR;
             }
         }
         let _ = self.qp.complete_wr(e.wr(), e.placed, status);
