@@ -473,6 +473,13 @@ impl Qp {
         self.id.load(Ordering::Acquire)
     }
 
+    /// The protection domain a receive's memory must belong to: the
+    /// SRQ's when the QP takes its receives from one (as siw), else the
+    /// QP's own.
+    pub(crate) fn recv_pd_id(&self) -> u32 {
+        self.srq.as_ref().map_or(self.pd_id, |s| s.pd_id())
+    }
+
     /// Flushes every posted send element with a flush error.
     pub fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.

@@ -29,6 +29,8 @@ pub struct Srq {
     ring: Ring<Rqe>,
     max_sge: u32,
     kernel: bool,
+    /// The protection domain its receives' memory must belong to.
+    pd_id: u32,
     #[pin]
     st: SpinLockIrq<SrqState>,
     handle: SrqHandle,
@@ -39,6 +41,11 @@ pub struct Srq {
 }
 
 impl Srq {
+    /// The protection domain the SRQ was created in.
+    pub fn pd_id(&self) -> u32 {
+        self.pd_id
+    }
+
     /// Creates an SRQ.
     pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
         if !a.basic {
@@ -68,6 +75,7 @@ impl Srq {
                 ring,
                 max_sge: at.max_sge,
                 kernel: !user,
+                pd_id: a.pd.id,
                 st <- crate::new_spinlock_irq!(
                     SrqState {
                         put: 0,

@@ -84,9 +84,10 @@ impl RecvMsg {
     /// Begins a message in the element just taken into
     /// [`RecvMsg::rqe_slot`] on `qp`: `opcode` and `inval` from its first
     /// segment. Looks up the memory of each SGE (through the side's STag
-    /// cache `stags`) and checks it belongs to the QP's PD and takes local
-    /// writes; an element that fails completes with a protection error
-    /// and the stream fails.
+    /// cache `stags`) and checks it belongs to the PD of the receive
+    /// queue the element came from (the SRQ's for an SRQ, as in siw) and
+    /// takes local writes; an element that fails completes with a
+    /// protection error and the stream fails.
     pub(super) fn begin(
         &mut self,
         qp: &Qp,
@@ -98,7 +99,7 @@ impl RecvMsg {
         self.opcode = opcode;
         self.status = wc::SUCCESS;
         let max = (qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
-        let pd_id = qp.pd_id;
+        let pd_id = qp.recv_pd_id();
         let n = usize::from(self.rqe.num_sge);
         let mut bad = n > max;
         let mut total = 0u32;

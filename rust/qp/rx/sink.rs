@@ -51,7 +51,8 @@ pub(super) struct RxCtx {
     seg: Seg,
     /// The current segment's header (for a TERMINATE).
     hdr: HeaderCopy,
-    /// Peer-to-peer responder: the first FPDU is the initiator's RTR.
+    /// Peer-to-peer responder: the first FPDU is the initiator's RTR
+    /// (only the first: cleared at its end, whatever it was).
     await_rtr: bool,
     /// The last STag looked up for placement.
     stags: StagCache,
@@ -332,6 +333,13 @@ impl RxSink for Sink<'_> {
         if let CrcVerdict::Mismatch { .. } = verdict {
             // The deframer fails with the CRC error right after this.
             return Ok(());
+        }
+        if core::mem::take(&mut self.c.await_rtr) {
+            // The first FPDU of a peer-to-peer initiator is its RTR,
+            // whatever it is (a zero length Write or Read Request; a Send
+            // RTR was taken by `send_header`): a later zero length Send is
+            // a message.
+            self.act.rtr = true;
         }
         let r = self.end_segment(hdr);
         self.act.fpdus += 1;
