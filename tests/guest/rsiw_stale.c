@@ -18,6 +18,13 @@
  * Connection 2 (the transmit side's cache):
  *   client: Sends from MR S, deregisters S, posts a Send naming S's lkey:
  *     it must complete with a local protection error.
+ * Connection 3 (on PORT + 1; a receive's PD):
+ *   server: its QP is in one PD and takes its receives from an SRQ of
+ *     another PD, whose receive buffer is registered in the SRQ's PD (as
+ *     siw checks it: a receive's memory belongs to the PD of the queue it
+ *     was posted to);
+ *   client: one Send; the server's receive must complete successfully
+ *     with the Send's octets.
  *
  * Exit status 0 when every check passed; one line per check on stdout.
  */
@@ -189,6 +196,83 @@ static void server(const char *addr, const char *port)
 	rdma_freeaddrinfo(res);
 }
 
+/* Waits up to 10 s for one completion on cq. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 10000; i++) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* Connection 3: the QP in PD 1, its receives from an SRQ in PD 2. */
+static void server_srq(const char *addr, const char *port)
+{
+	struct rdma_addrinfo *res = resolve(addr, port, 1);
+	struct rdma_cm_id *lid, *id;
+	struct ibv_qp_init_attr a;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_pd *pd1, *pd2;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
+	static char r[MLEN];
+	struct ibv_wc wc;
+	int n;
+
+	if (rdma_create_ep(&lid, res, NULL, NULL) || rdma_listen(lid, 1))
+		die("listen (SRQ)");
+	if (rdma_get_request(lid, &id))
+		die("rdma_get_request (SRQ)");
+	pd1 = ibv_alloc_pd(id->verbs);
+	pd2 = ibv_alloc_pd(id->verbs);
+	cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	if (!pd1 || !pd2 || !cq)
+		die("PDs and CQ");
+	srq = ibv_create_srq(pd2, &sa);
+	mr = ibv_reg_mr(pd2, r, sizeof(r), IBV_ACCESS_LOCAL_WRITE);
+	if (!srq || !mr)
+		die("SRQ and MR in PD 2");
+	sge.addr = (uintptr_t)r;
+	sge.length = sizeof(r);
+	sge.lkey = mr->lkey;
+	if (ibv_post_srq_recv(srq, &wr, &bad))
+		die("post_srq_recv");
+	qp_attr(&a);
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.srq = srq;
+	a.cap.max_recv_wr = 0;
+	if (rdma_create_qp(id, pd1, &a))
+		die("QP in PD 1");
+	if (rdma_accept(id, NULL))
+		die("rdma_accept (SRQ)");
+	n = poll_one(cq, &wc);
+	result(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7 &&
+	       wc.byte_len == 4 && !strcmp(r, "srq"),
+	       "responder: a Send into an SRQ receive of the SRQ's PD (not the QP's)");
+	if (n == 1 && wc.status != IBV_WC_SUCCESS)
+		printf("# status %d (%s)\n", wc.status,
+		       ibv_wc_status_str(wc.status));
+	rdma_disconnect(id);
+	rdma_destroy_qp(id);
+	ibv_dereg_mr(mr);
+	ibv_destroy_srq(srq);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd2);
+	ibv_dealloc_pd(pd1);
+	rdma_destroy_id(id);
+	rdma_destroy_ep(lid);
+	rdma_freeaddrinfo(res);
+}
+
 static struct rdma_cm_id *client_ep(const char *addr, const char *port,
 				    struct rdma_addrinfo **res)
 {
@@ -286,9 +370,45 @@ static void client(const char *addr, const char *port)
 	rdma_freeaddrinfo(res);
 }
 
+/* Connection 3: one Send into the server's SRQ. */
+static void client_srq(const char *addr, const char *port)
+{
+	struct rdma_addrinfo *res;
+	struct rdma_cm_id *id;
+	struct ibv_mr *smr;
+	static char s[MLEN];
+	struct ibv_wc wc;
+	int i;
+
+	/* the server listens once connection 2 ended */
+	for (i = 0;; i++) {
+		id = client_ep(addr, port, &res);
+		if (!rdma_connect(id, NULL))
+			break;
+		rdma_destroy_ep(id);
+		rdma_freeaddrinfo(res);
+		if (i == 50)
+			die("rdma_connect (SRQ)");
+		usleep(100000);
+	}
+	smr = rdma_reg_msgs(id, s, sizeof(s));
+	if (!smr)
+		die("reg");
+	memcpy(s, "srq", 4);
+	if (rdma_post_send(id, NULL, s, 4, smr, 0))
+		die("post_send");
+	wc = wait_send(id);
+	result(wc.status == IBV_WC_SUCCESS, "requester: Send to the SRQ");
+	rdma_disconnect(id);
+	rdma_dereg_mr(smr);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+}
+
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *port = "7471";
+	char port3[16];
 	int c, srv = -1;
 
 	while ((c = getopt(argc, argv, "s:c:p:")) != -1) {
@@ -312,10 +432,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: rsiw_stale -s|-c ADDR [-p PORT]\n");
 		return 2;
 	}
+	snprintf(port3, sizeof(port3), "%d", atoi(port) + 1);
 	alarm(60);
-	if (srv)
+	if (srv) {
 		server(addr, port);
-	else
+		server_srq(addr, port3);
+	} else {
 		client(addr, port);
+		client_srq(addr, port3);
+	}
 	return failures ? 1 : 0;
 }

@@ -255,7 +255,7 @@ check "rsiw <-> rsiw: ib_send_lat 64 B" lat ib_send_lat
 check "rsiw counters (rdma statistic): FPDUs and payload both ways, FPDUs batched per TCP send" counters
 check "rsiw <-> rsiw: 64 B Sends posted 16 at a time share TCP segments" post_list_coalesce
 check "rsiw <-> rsiw: FPDUs of up to 32 KiB when offered, within the MSS when not (mpa_large_fpdu)" large_fpdus
-check "rsiw <-> rsiw: STags of deregistered MRs fail at once on both sides" stale_stags
+check "rsiw <-> rsiw: STags of deregistered MRs fail at once on both sides; SRQ receives use the SRQ's PD" stale_stags
 check "rsiw <-> rsiw: ucmatose 4 connections" cmatose
 check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
