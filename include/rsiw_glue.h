@@ -53,6 +53,7 @@ int rsiw_sk_state(struct socket *s);
 struct sock *rsiw_sock_sk(struct socket *s);
 int rsiw_sock_send_locked(struct socket *s, struct kvec *vec, size_t n,
 			  size_t len, bool more);
+void rsiw_warn_peer(const struct ib_device *dev, const void *args);
 int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
 struct workqueue_struct *rsiw_alloc_drop_wq(void);

@@ -121,15 +121,15 @@ fn refusal(peer: &Peer, p2p: bool) -> Option<LlpError> {
     // We offer a zero length Write as RTR only (as siw prefers it); a
     // responder that picked another one cannot be served.
     if p2p && !peer.ird_ord.is_some_and(|io| io.write_rtr) {
-        pr_warn!("rsiw: MPA Reply asks for an RTR other than the zero length Write offered\n");
+        crate::peer_warn!("MPA Reply asks for an RTR other than the zero length Write offered\n");
         return Some(LlpError::NoMatchingRtr);
     }
     let o = peer
         .ird_ord
         .map(|io| u32::from(io.ord))
         .filter(|&o| o > limits::MAX_IRD)?;
-    pr_warn!(
-        "rsiw: MPA Reply ORD {} exceeds the IRD this device can offer ({})\n",
+    crate::peer_warn!(
+        "MPA Reply ORD {} exceeds the IRD this device can offer ({})\n",
         o,
         limits::MAX_IRD
     );

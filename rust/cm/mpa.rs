@@ -113,7 +113,7 @@ impl Exchange {
                     // answers a wrong key; no markers (none were agreed),
                     // CRC as our Request asked.
                     if let Some(crc) = terminate {
-                        pr_warn!("rsiw: invalid MPA Reply: {:?}\n", e);
+                        crate::peer_warn!("invalid MPA Reply: {:?}\n", e);
                         let mode = MpaMode {
                             markers: false,
                             crc,

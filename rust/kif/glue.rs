@@ -110,6 +110,10 @@ extern "C" {
         len: usize,
         more: bool,
     ) -> i32;
+    pub(in crate::kif) fn rsiw_warn_peer(
+        dev: *const bindings::ib_device,
+        args: *const kernel::ffi::c_void,
+    );
     pub(in crate::kif) fn rsiw_sock_recv(
         s: *mut bindings::socket,
         buf: *mut kernel::ffi::c_void,

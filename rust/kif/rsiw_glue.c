@@ -886,3 +886,25 @@ void rsiw_res_driver_end(struct sk_buff *msg, struct nlattr *nest, bool ok)
 	else
 		nla_nest_cancel(msg, nest);
 }
+
+/*
+ * A warning a peer can trigger (a protocol error, a TERMINATE received, a
+ * bad Read Request): "rsiw DEV: ..." as the ibdev_*() helpers name a device
+ * (plain "rsiw: ..." without one), and rate-limited, so that no peer can
+ * fill the kernel log.  @args is a Rust core::fmt::Arguments (printed by
+ * %pA).  One budget for the module: the default ten lines every five
+ * seconds, then a count of what was suppressed.
+ */
+void rsiw_warn_peer(const struct ib_device *dev, const void *args)
+{
+	static DEFINE_RATELIMIT_STATE(rs, DEFAULT_RATELIMIT_INTERVAL,
+				      DEFAULT_RATELIMIT_BURST);
+
+	if (!__ratelimit(&rs))
+		return;
+	if (dev)
+		printk(KERN_WARNING KBUILD_MODNAME " %s: %pA", dev_name(&dev->dev),
+		       args);
+	else
+		printk(KERN_WARNING KBUILD_MODNAME ": %pA", args);
+}

@@ -72,7 +72,7 @@ pub(super) fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
         let inner = qp.inner.lock();
         (inner.ird, inner.ord)
     };
-    pr_debug!("rsiw: QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
+    pr_debug!("QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
     let ird = ird.min(limits::MAX_IRD) as usize;
     let ord = ord.min(limits::MAX_ORD) as usize;
     let o = Fifo::with_capacity(ord)?;
@@ -414,8 +414,9 @@ fn memory_gone<'a>(
     fault: MemFault,
 ) -> Option<Guard<'a, TxState, MutexBackend>> {
     let mid_fpdu = !tx.between_batches();
-    pr_warn!(
-        "rsiw: QP {}: memory of the message in transmission went away ({:?}): stopped\n",
+    crate::qp_warn!(
+        qp.handle,
+        "QP {}: memory of the message in transmission went away ({:?}): stopped\n",
         qp.id(),
         fault
     );
@@ -451,7 +452,7 @@ fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, e: Error)
     if tx.end_job().is_some_and(|(kind, _)| kind == Kind::Wr) {
         complete_active_wr(qp, 0, wc::GENERAL_ERR);
     }
-    pr_warn!("rsiw: QP {}: send failed: {:?}\n", qp.id(), e);
+    crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), e);
     drop(tx);
     qp.set_error();
     qp.drop_conn();

@@ -270,7 +270,7 @@ for s in "${SCEN[@]}"; do
 	fi
 done
 
-ktap_set_plan $((${#SCEN[@]} + 4 + (${#BATCH[@]} > 0)))
+ktap_set_plan $((${#SCEN[@]} + 5 + (${#BATCH[@]} > 0)))
 
 check "setup: topology, rsiw0 in ns B, siw0 and rsiw1 (vc) in ns A" eval \
 	'topo_up && load_rsiw $HOSTILE_MODPARAMS && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va && init_topo'
@@ -381,14 +381,38 @@ done
 
 mutations() {
 	serve || return 1
+	dmesg >"$WORK/dmesg.before"
+	local t0=$SECONDS
 	in_a "$HP" --target "$IP_B:$PORT" --mutate "$HOSTILE_MUTATIONS" --seed "$HOSTILE_SEED" --timeout "$HOSTILE_TIMEOUT" \
 		>"$WORK/mutate.out" 2>&1
 	local rc=$?
+	# (check runs this in a subshell: the duration goes through a file)
+	echo $((SECONDS - t0)) >"$WORK/mutate.secs"
+	dmesg | tail -n +"$(($(wc -l <"$WORK/dmesg.before") + 1))" >"$WORK/dmesg.mutate"
 	cat "$WORK/mutate.out"
 	unserve || rc=1
 	return $rc
 }
 check "random mutations: $HOSTILE_MUTATIONS connections, seed $HOSTILE_SEED, listener alive" mutations
+
+# The mutation run's errors (a TERMINATE or a bad MPA frame on most of its
+# connections) are the warnings a peer can trigger: each must name the
+# device ("rsiw rsiw0: QP N: ...", as ibdev_* names one), and together
+# they are rate-limited (ten lines every five seconds), so no peer can
+# fill the kernel log. (Costs a dmesg before and after the run.)
+peer_warnings() {
+	local named unnamed max secs
+	[ -s "$WORK/dmesg.mutate" ] || { echo "no kernel log of the mutation run"; return 1; }
+	read -r secs <"$WORK/mutate.secs"
+	named=$(grep -cE '\] rsiw rsiw0: QP [0-9]+: ' "$WORK/dmesg.mutate")
+	unnamed=$(grep -cE '\] rsiw: (rsiw: )?QP [0-9]+: ' "$WORK/dmesg.mutate")
+	max=$((10 * (secs / 5 + 2)))
+	echo "$named warnings naming rsiw0, $unnamed without a device name, in $secs s (at most $max allowed); $(grep -c 'callbacks suppressed' "$WORK/dmesg.mutate") suppression notes"
+	# (a run of 50 connections or more has errors to warn about)
+	[ "$unnamed" = 0 ] && [ "$named" -le "$max" ] &&
+		{ [ "$named" -ge 1 ] || [ "$HOSTILE_MUTATIONS" -lt 50 ]; }
+}
+check "peer-triggered warnings name the device and are rate-limited" peer_warnings
 grep -h '^# ' "$WORK/mutate.out" 2>/dev/null
 if [ "$HOSTILE_SERVER" = canary ]; then
 	grep -h '^canary: [0-9]* connections, ' "$WORK/canary.all" 2>/dev/null |

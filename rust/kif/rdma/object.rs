@@ -106,7 +106,7 @@ impl CmRefs {
     pub(super) fn put(&self) {
         let mut c = self.count.lock();
         if *c == 0 {
-            pr_warn!("rsiw: iWARP CM dropped a QP reference it did not hold\n");
+            pr_warn!("iWARP CM dropped a QP reference it did not hold\n");
             return;
         }
         *c -= 1;

@@ -7,10 +7,7 @@
 //! the transmit work.
 
 use core::sync::atomic::Ordering;
-use kernel::{
-    prelude::*,
-    sync::{Arc, ArcBorrow},
-};
+use kernel::sync::{Arc, ArcBorrow};
 
 use super::msg::RecvCompletion;
 use super::on_llp_close;
@@ -116,7 +113,7 @@ fn report_error(this: ArcBorrow<'_, Qp>, e: ProtocolError, hdr: &HeaderCopy) -> 
             Counter::RxProtocolErrors
         },
     );
-    pr_warn!("rsiw: QP {}: protocol error {:?}\n", qp.id(), e);
+    crate::qp_warn!(qp.handle, "QP {}: protocol error {:?}\n", qp.id(), e);
     qp.handle.event(QpEvent::Fatal);
     if queue_terminate(qp, e, hdr.header(), hdr.ulpdu_len()) {
         true

@@ -151,8 +151,9 @@ fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
 fn report_terminate(qp: &Qp, hdr: &SegmentHeader) {
     if let Body::Terminate(t) = hdr.body {
         qp.note_terminate(true, t.code);
-        pr_warn!(
-            "rsiw: QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
+        crate::qp_warn!(
+            qp.handle,
+            "QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
             qp.id(),
             t.code.layer,
             t.code.etype,

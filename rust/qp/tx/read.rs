@@ -6,7 +6,7 @@
 //! answers an inbound Read Request from the IRQ (its source memory
 //! checked first; a bad request is answered with a TERMINATE).
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::sync::Arc;
 
 use super::job::{empty_sqe, Job, Kind, Src};
 use super::sq::{fault_status, local_error};
@@ -200,8 +200,9 @@ pub(super) fn read_fault(rr: &ReadRequest, f: MemFault) -> RdmapError {
 /// request's header.
 fn bad_request(qp: &Qp, e: &IrqEntry, err: RdmapError) {
     let rr = e.rr;
-    pr_warn!(
-        "rsiw: QP {}: bad Read Request (src {:#x} to {:#x} len {}): {:?}\n",
+    crate::qp_warn!(
+        qp.handle,
+        "QP {}: bad Read Request (src {:#x} to {:#x} len {}): {:?}\n",
         qp.id(),
         rr.src_stag,
         rr.src_to,

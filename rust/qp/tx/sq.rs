@@ -11,7 +11,7 @@
 //! the transmit side took its copy (libsiw rings the doorbell only when
 //! the slot before its new work is free).
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::sync::Arc;
 
 use super::job::{Job, Kind, Src};
 use super::state::TxState;
@@ -237,8 +237,9 @@ fn complete_local(qp: &Qp, idx: u32, sqe: &Sqe, ok: bool) {
 /// `status`, report a fatal event and terminate the connection.
 #[cold]
 pub(super) fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
-    pr_warn!(
-        "rsiw: QP {}: work request (opcode {}, {} SGEs) failed: status {}\n",
+    crate::qp_warn!(
+        qp.handle,
+        "QP {}: work request (opcode {}, {} SGEs) failed: status {}\n",
         qp.id(),
         sqe.opcode,
         sqe.num_sge,

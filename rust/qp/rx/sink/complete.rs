@@ -50,7 +50,7 @@ impl Sink<'_> {
             Seg::ReadReq { rr, msn } => {
                 self.c.msns.advance(QN_READ_REQUEST);
                 if !self.qp.irq.lock().push(IrqEntry { rr, msn }) {
-                    pr_warn!("rsiw: QP {}: IRD exceeded\n", self.qp.id());
+                    crate::qp_warn!(self.qp.handle, "QP {}: IRD exceeded\n", self.qp.id());
                     return Err(RdmapError::CatastrophicStream.into());
                 }
                 self.qp.irq_hint.store(true, Ordering::Release);
