@@ -11,7 +11,7 @@ use crate::kif::{
     rdma::cq::CreateCq,
     rdma::handle::CqHandle,
     rdma::mmap::UserMapping,
-    siw::{uresp, Cqe, Ring, CQ_TRAILER},
+    siw::{uresp, wc, Cqe, Ring, CQ_TRAILER},
 };
 
 /// Notification bits of the shared control word (`enum siw_notify_flags`).
@@ -26,6 +26,21 @@ pub mod notify {
 const CQE_VALID: u8 = 1;
 /// `SIW_WQE_SOLICITED`.
 pub const WQE_SOLICITED: u16 = 1 << 3;
+
+/// Whether a completion of status `status` for a work queue element with
+/// `wqe_flags` wakes a CQ armed with `armed` (the shared control word).
+/// Armed for the next completion, any does; armed for solicited ones
+/// only, a solicited one does, and so does every unsuccessful one, the
+/// flushes included (`ibv_req_notify_cq(3)`: "A CQE is solicited if it
+/// is a receive completion for a message with the Solicited Event header
+/// bit set, or if the status is not successful"). Upstream siw leaves
+/// out the second case, so a consumer that waits for solicited
+/// completions never learns that its QP went to error.
+fn wakes(armed: u32, wqe_flags: u16, status: u16) -> bool {
+    armed & notify::NEXT != 0
+        || (armed & notify::SOLICITED != 0
+            && (wqe_flags & WQE_SOLICITED != 0 || status != wc::SUCCESS))
+}
 
 /// Producer and consumer positions.
 struct Pos {
@@ -112,8 +127,7 @@ impl Cq {
                 .ring
                 .notify()
                 .load(core::sync::atomic::Ordering::Acquire);
-            let now = armed & notify::NEXT != 0
-                || (armed & notify::SOLICITED != 0 && wqe_flags & WQE_SOLICITED != 0);
+            let now = wakes(armed, wqe_flags, cqe.status);
             if now {
                 self.ring
                     .notify()

@@ -5,6 +5,7 @@
  * Run by rsiw_ibv.sh with the device name in RSIW_DEV.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
@@ -208,6 +209,105 @@ out:
 	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
 	free(a);
 	free(b);
+}
+
+/*
+ * A QP whose receives are flushed (modify to ERR) while its CQ is armed
+ * and its completion channel waited on: *events gets 1 when the channel
+ * reported the CQ within 2 s (0 when not), *flushed the number of flush
+ * completions polled. Returns 0, or the step that failed.
+ */
+static int flush_armed(struct ibv_context *ctx, struct ibv_pd *pd,
+		       int solicited_only, int *events, int *flushed)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_qp_attr m = { 0 };
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct ibv_comp_channel *ch;
+	struct ibv_sge sge;
+	struct ibv_cq *cq, *ev_cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct pollfd pfd;
+	static char buf[256];
+	void *ev_ctx;
+	int i, rc = 0;
+
+	*events = *flushed = 0;
+	ch = ibv_create_comp_channel(ctx);
+	if (!ch)
+		return 1;
+	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	if (!cq)
+		return 2;
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 4;
+	qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &qa);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!qp || !mr)
+		return 3;
+	sge.addr = (uintptr_t)buf;
+	sge.length = sizeof(buf);
+	sge.lkey = mr->lkey;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	for (i = 0; i < 2; i++) {
+		wr.wr_id = i;
+		if (ibv_post_recv(qp, &wr, &bad))
+			return 4;
+	}
+	if (ibv_req_notify_cq(cq, solicited_only))
+		return 5;
+	m.qp_state = IBV_QPS_ERR;
+	if (ibv_modify_qp(qp, &m, IBV_QP_STATE))
+		return 6;
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 2000) == 1) {
+		if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) || ev_cq != cq)
+			return 7;
+		ibv_ack_cq_events(cq, 1);
+		*events = 1;
+	}
+	while (ibv_poll_cq(cq, 1, &wc) == 1)
+		if (wc.status == IBV_WC_WR_FLUSH_ERR)
+			(*flushed)++;
+	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr) || ibv_destroy_cq(cq) ||
+	    ibv_destroy_comp_channel(ch))
+		rc = 8;
+	return rc;
+}
+
+/* Armed for the next completion before the QP went to error: woken. */
+TEST_F(dev, flush_wakes_armed_cq)
+{
+	int events, flushed;
+
+	ASSERT_EQ(0, flush_armed(self->ctx, self->pd, 0, &events, &flushed));
+	EXPECT_EQ(2, flushed);
+	EXPECT_EQ(1, events);
+}
+
+/*
+ * Armed for solicited completions only: an unsuccessful completion (a
+ * flush) counts as solicited (ibv_req_notify_cq(3)), so it wakes the
+ * channel too. Upstream siw does not (its CQ wakes only for a solicited
+ * receive): checked on rsiw only.
+ */
+TEST_F(dev, flush_wakes_solicited_armed_cq)
+{
+	int events, flushed;
+
+	ASSERT_EQ(0, flush_armed(self->ctx, self->pd, 1, &events, &flushed));
+	EXPECT_EQ(2, flushed);
+	if (!strncmp(ibv_get_device_name(self->ctx->device), "rsiw", 4))
+		EXPECT_EQ(1, events);
 }
 
 TEST_HARNESS_MAIN
