@@ -33,7 +33,8 @@ pub(super) enum Rtr {
     None,
     /// Initiator: send a zero length Write before anything else.
     Send,
-    /// Responder: report ESTABLISHED when the initiator's RTR arrived.
+    /// Responder: send nothing before the initiator's RTR arrived, and
+    /// report ESTABLISHED then.
     Await,
     /// Client-server responder: send no FPDU before the initiator's first
     /// one arrived (RFC 5044 section 7.1.2, `mpa_responder_waits`).
@@ -92,7 +93,10 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
             rx_max_ulpdu: rx_max,
             send_rtr: t.rtr == Rtr::Send,
             await_rtr: AtomicBool::new(t.rtr == Rtr::Await),
-            hold_tx: t.rtr == Rtr::Hold,
+            // RFC 5044 7.1.2, RFC 6581: a responder sends no FPDU before
+            // it received one; in the peer-to-peer model that one is the
+            // initiator's RTR.
+            hold_tx: matches!(t.rtr, Rtr::Hold | Rtr::Await),
             cep: cep.clone(),
             id,
         },
