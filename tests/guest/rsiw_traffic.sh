@@ -199,27 +199,30 @@ large_fpdus_to_siw() {
 	fpdu_avg && [ "$FPDU_AVG" -gt 16384 ]
 }
 
+# one_fpdu_each DEV TOOL: perf TOOL with messages of PERF_SIZE octets, of
+# which DEV sends each in one FPDU: all their octets in fewer FPDUs than
+# two per message (perftest's own few small ones besides).
+one_fpdu_each() {
+	local f0 b0 f b
+	f0=$(counter_of "$1" tx_fpdus) b0=$(counter_of "$1" tx_payload_bytes)
+	perf "$2" || return 1
+	f=$(($(counter_of "$1" tx_fpdus) - f0)) b=$(($(counter_of "$1" tx_payload_bytes) - b0))
+	echo "$2: $1 sent $f FPDUs, $b payload octets for $ITERS messages of $PERF_SIZE"
+	[ "$b" -ge $((ITERS * PERF_SIZE)) ] && [ "$f" -lt $((2 * ITERS)) ]
+}
 # RFC 5044 7.1 with CRC: rsiw takes an FPDU only once all of it is queued
 # in the socket (its CRC checked before anything is placed). FPDUs of
 # 65507 payload octets (mpa_max_fpdu) against receive buffers far smaller
 # (tcp_rmem "4096 16384 16384" in both namespaces): unless rsiw lets the
 # window grow to take a whole FPDU, the first one stalls the connection
 # for good (no error, no TERMINATE: perftest times out). Writes of 65507
-# octets fill dev_b's socket, Read Responses dev_a's, each one FPDU (on
-# average over 48 KiB with the few small ones of perftest's own).
+# octets fill dev_b's socket, Read Responses dev_a's, one FPDU each.
 crc_max_fpdu_small_rcvbuf() {
-	local rm=/proc/sys/net/ipv4/tcp_rmem ra rb rc=1 f0 b0 f b PERF_SIZE=65507
+	local rm=/proc/sys/net/ipv4/tcp_rmem ra rb rc=1 PERF_SIZE=65507
 	ra=$(in_a cat $rm) && rb=$(in_b cat $rm) || return 1
 	reload mpa_crc_required=1 mpa_max_fpdu=65507 && pair rsiw rsiw &&
 		in_a sh -c "echo 4096 16384 16384 >$rm" && in_b sh -c "echo 4096 16384 16384 >$rm" || return 1
-	if fpdu_avg && [ "$FPDU_AVG" -gt 49152 ]; then
-		f0=$(counter_of dev_b tx_fpdus) b0=$(counter_of dev_b tx_payload_bytes)
-		if perf ib_read_bw; then
-			f=$(($(counter_of dev_b tx_fpdus) - f0)) b=$(($(counter_of dev_b tx_payload_bytes) - b0))
-			echo "Read Responses: $f FPDUs, $b payload octets"
-			[ "$b" -gt $((49152 * f)) ] && rc=0
-		fi
-	fi
+	one_fpdu_each dev_a ib_write_bw && one_fpdu_each dev_b ib_read_bw && rc=0
 	in_a sh -c "echo $ra >$rm"
 	in_b sh -c "echo $rb >$rm"
 	return $rc
