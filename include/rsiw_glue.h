@@ -71,6 +71,7 @@ int rsiw_umem_release_async(struct workqueue_struct *wq, struct ib_umem *umem);
 u32 rsiw_sock_mss(struct socket *s);
 bool rsiw_sock_unacked(struct socket *s);
 u32 rsiw_sock_advmss(struct socket *s);
+int rsiw_sock_reserve_rcv_window(struct socket *s, u32 win);
 int rsiw_sock_set_v6only(struct socket *s);
 bool rsiw_mpa_crc_required(void);
 bool rsiw_mpa_peer_to_peer(void);

@@ -178,8 +178,10 @@ pub struct Conn {
     /// Peer-to-peer responder: the first FPDU received (the RTR) is still
     /// to be reported to the CM.
     pub await_rtr: AtomicBool,
-    /// Client-server responder: no FPDU goes out before the initiator's
-    /// first one arrived (RFC 5044 section 7.1.2).
+    /// Responder: no FPDU goes out before the initiator's first one
+    /// arrived (RFC 5044 section 7.1.2): in the peer-to-peer model always
+    /// (that FPDU is the RTR, RFC 6581), in the client-server model with
+    /// `mpa_responder_waits`. A TERMINATE still goes out.
     pub hold_tx: bool,
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<dyn Endpoint>,
@@ -262,8 +264,8 @@ pub struct Qp {
     tx_streaming: AtomicBool,
     /// Octets arrived since the last doorbell (set before they are placed).
     rx_seen: AtomicBool,
-    /// Nothing may be sent yet: a client-server responder waits for the
-    /// initiator's first FPDU ([`Conn::hold_tx`]); set by the receive
+    /// Nothing may be sent yet: a responder waits for the initiator's
+    /// first FPDU ([`Conn::hold_tx`]); set by the receive
     /// side's start, cleared when that FPDU was received.
     tx_held: AtomicBool,
     /// The connection uses CRC: the receive side verifies each FPDU

@@ -78,7 +78,14 @@ impl Requested {
             REVISION_2
         };
         let (offered, rtr_type) = rtr_offered(peer);
-        let (ird, ord) = self.resources(p);
+        let (mut ird, ord) = self.resources(p);
+        // A Read RTR is itself an RDMA Read Request we answer: our IRD
+        // (in the Reply, and the IRQ sized for it) must take it, whatever
+        // the consumer asked for (cxgb4 and irdma raise it too), or the
+        // RTR draws the TERMINATE for an exceeded IRD.
+        if let Some(rtr) = rtr_type {
+            ird = ird.max(rtr.read_credits());
+        }
         let ird_ord = peer.enhanced.then(|| IrdOrd {
             ird: ird.min(0x3fff) as u16,
             ord: ord.min(0x3fff) as u16,

@@ -12,7 +12,7 @@ use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::Socket;
 use crate::kif::trace;
 use crate::qp::{Conn, Qp};
-use crate::wire::mpa::mulpdu;
+use crate::wire::mpa::{max_fpdu_wire_len, mulpdu, MpaMode};
 
 use super::Cep;
 
@@ -33,7 +33,8 @@ pub(super) enum Rtr {
     None,
     /// Initiator: send a zero length Write before anything else.
     Send,
-    /// Responder: report ESTABLISHED when the initiator's RTR arrived.
+    /// Responder: send nothing before the initiator's RTR arrived, and
+    /// report ESTABLISHED then.
     Await,
     /// Client-server responder: send no FPDU before the initiator's first
     /// one arrived (RFC 5044 section 7.1.2, `mpa_responder_waits`).
@@ -70,10 +71,33 @@ impl Terms {
     }
 }
 
+/// With CRC the receiver checks an FPDU's CRC before it takes any octet of
+/// it (RFC 5044 section 7.1; `qp::rx`), so the FPDU waits in the socket
+/// until it is complete. If the socket cannot queue the largest FPDU the
+/// peer may send (`markers`: in what we receive), TCP's window closes on
+/// an incomplete FPDU and never opens again: the connection hangs, without
+/// an error. So the window is let grow to two of them (from any
+/// `tcp_rmem`; the handshake's window scale still bounds it).
+fn fit_fpdu_window(sock: &Socket, markers: bool) {
+    let fpdu = max_fpdu_wire_len(MpaMode { markers, crc: true });
+    match sock.reserve_rcv_window(2 * fpdu) {
+        Ok(w) if w >= fpdu => {}
+        Ok(w) => pr_warn!(
+            "receive window at most {} octets, less than an FPDU ({}): FPDUs that large will stall (window scale)\n",
+            w,
+            fpdu
+        ),
+        Err(e) => pr_warn!("cannot size the receive window: {:?}\n", e),
+    }
+}
+
 /// Hands `sock` to `qp` as its connection on the terms `t` (CM id `id`;
 /// `cep` reports the close) and moves the QP to RTS.
 pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t: &Terms) -> Result {
     sock.detach();
+    if t.crc {
+        fit_fpdu_window(&sock, t.markers.rx);
+    }
     let m = mulpdu(sock.mss().max(536), t.markers.tx);
     // RFC 5044: receivers must not depend on FPDU alignment, and
     // upstream siw takes any ULPDU_Length: MULPDU (and the large FPDU
@@ -92,7 +116,10 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
             rx_max_ulpdu: rx_max,
             send_rtr: t.rtr == Rtr::Send,
             await_rtr: AtomicBool::new(t.rtr == Rtr::Await),
-            hold_tx: t.rtr == Rtr::Hold,
+            // RFC 5044 7.1.2, RFC 6581: a responder sends no FPDU before
+            // it received one; in the peer-to-peer model that one is the
+            // initiator's RTR.
+            hold_tx: matches!(t.rtr, Rtr::Hold | Rtr::Await),
             cep: cep.clone(),
             id,
         },

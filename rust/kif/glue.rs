@@ -133,6 +133,7 @@ extern "C" {
     pub(in crate::kif) fn rsiw_sock_mss(s: *mut bindings::socket) -> u32;
     pub(in crate::kif) fn rsiw_sock_unacked(s: *mut bindings::socket) -> bool;
     pub(in crate::kif) fn rsiw_sock_advmss(s: *mut bindings::socket) -> u32;
+    pub(in crate::kif) fn rsiw_sock_reserve_rcv_window(s: *mut bindings::socket, win: u32) -> i32;
     pub(in crate::kif) fn rsiw_sock_set_v6only(s: *mut bindings::socket) -> i32;
     pub(in crate::kif) fn rsiw_in_task() -> bool;
     pub(in crate::kif) fn rsiw_dwork_new(

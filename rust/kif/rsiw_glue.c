@@ -663,6 +663,52 @@ u32 rsiw_sock_advmss(struct socket *s)
 	return READ_ONCE(tcp_sk(s->sk)->advmss);
 }
 
+/*
+ * Lets the receive window of the connected TCP socket @s grow to @win
+ * octets.  A receiver that takes nothing of an FPDU before all of it is
+ * queued (MPA with CRC: the CRC is checked before placement) stalls for
+ * good if the window closes first: nothing is consumed, so it never opens
+ * again.  Raises sk_rcvbuf to the space such a window needs (at the
+ * socket's skb payload/truesize ratio, and at least 4 * @win in case that
+ * ratio falls) and the window clamp to @win.
+ *
+ * sk_rcvbuf is written as TCP's own autotuning writes it, without
+ * SOCK_RCVBUF_LOCK (which sock_set_rcvbuf() sets and which stops the
+ * autotuning): the autotuning may still grow it, up to tcp_rmem[2], and
+ * nothing in TCP shrinks it again, whatever tcp_rmem says.  The window
+ * clamp, which TCP set from the small buffer at the handshake, goes
+ * through the TCP_WINDOW_CLAMP socket option.  Process context.
+ *
+ * Returns the largest window the connection can now advertise (the clamp,
+ * bounded by the window scale agreed in the handshake), or a negative
+ * errno.
+ */
+int rsiw_sock_reserve_rcv_window(struct socket *s, u32 win)
+{
+	struct sock *sk = s->sk;
+	struct tcp_sock *tp = tcp_sk(sk);
+	int val = win, space, r = 0;
+	u32 clamp;
+	u64 most;
+
+	if (win == 0 || win > INT_MAX / 8)
+		return -EINVAL;
+	lock_sock(sk);
+	space = max_t(int, tcp_space_from_win(sk, win), 4 * win);
+	if (READ_ONCE(sk->sk_rcvbuf) < space)
+		WRITE_ONCE(sk->sk_rcvbuf, space);
+	clamp = READ_ONCE(tp->window_clamp);
+	release_sock(sk);
+	if (clamp < win)
+		r = s->ops->setsockopt(s, SOL_TCP, TCP_WINDOW_CLAMP,
+				       KERNEL_SOCKPTR(&val), sizeof(val));
+	if (r)
+		return r;
+	most = min_t(u64, READ_ONCE(tp->window_clamp),
+		     (u64)U16_MAX << tp->rx_opt.rcv_wscale);
+	return min_t(u64, most, INT_MAX);
+}
+
 bool rsiw_in_task(void)
 {
 	return in_task();

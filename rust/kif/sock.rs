@@ -376,6 +376,22 @@ impl Socket {
         unsafe { glue::rsiw_sock_advmss(self.ptr.as_ptr()) }
     }
 
+    /// Lets the connection's receive window grow to `win` octets: raises
+    /// the socket's receive buffer (leaving TCP's autotuning on) and its
+    /// window clamp. For a receiver that must queue a whole FPDU before it
+    /// takes any octet of it. Returns the largest window the connection
+    /// can now advertise (its window scale may keep it below `win`).
+    /// Process context (takes the socket lock).
+    pub fn reserve_rcv_window(&self, win: u32) -> Result<u32> {
+        // SAFETY: live connected socket; the glue takes the socket lock
+        // and sets the clamp through the socket's own setsockopt.
+        let r = unsafe { glue::rsiw_sock_reserve_rcv_window(self.ptr.as_ptr(), win) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(r as u32)
+    }
+
     /// Current TCP state.
     pub fn state(&self) -> TcpState {
         // SAFETY: live socket.

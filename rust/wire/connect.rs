@@ -221,6 +221,21 @@ pub enum RtrType {
     Read,
 }
 
+impl RtrType {
+    /// RDMA Read credits the RTR message itself takes: 1 for the Read
+    /// RTR, a zero length RDMA Read Request (RFC 6581), which the
+    /// responder must answer with a Read Response. So the responder's IRD
+    /// and the initiator's ORD must be at least this, whatever the
+    /// consumers asked for: with an IRD of 0 the RTR would exceed it, and
+    /// the responder's answer would be a catastrophic TERMINATE.
+    pub const fn read_credits(self) -> u32 {
+        match self {
+            RtrType::Read => 1,
+            RtrType::Send | RtrType::Write => 0,
+        }
+    }
+}
+
 /// RFC 6581 enhanced connection data: two 16 bit words,
 /// `A(0x8000) | B(0x4000) | IRD(14)` and `C(0x8000) | D(0x4000) | ORD(14)`
 /// with A = peer-to-peer model, B = zero length RTR, C = RDMA Write RTR,

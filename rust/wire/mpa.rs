@@ -71,6 +71,27 @@ pub const fn fpdu_wire_len(mode: MpaMode, stream_off: u32, ulpdu_len: u32) -> u3
     }
 }
 
+/// At most how many wire octets one FPDU takes in `mode`: a ULPDU of
+/// [`MAX_ULPDU_LEN`] octets with its PAD and CRC, and the most markers an
+/// FPDU of that length can hold wherever it starts (an upper bound: the
+/// longest FPDUs with markers cannot be sent at all, their last marker's
+/// FPDUPTR would not fit 16 bits). A receiver that must
+/// have a whole FPDU queued before it takes any of it (with CRC, to check
+/// the CRC first) has to be able to queue this much.
+pub const fn max_fpdu_wire_len(mode: MpaMode) -> u32 {
+    let mut most = 0;
+    let mut off = 0;
+    // The marker grid repeats every MARKER_INTERVAL octets.
+    while off < markers::MARKER_INTERVAL {
+        let w = fpdu_wire_len(mode, off, MAX_ULPDU_LEN);
+        if w > most {
+            most = w;
+        }
+        off += 1;
+    }
+    most
+}
+
 /// MULPDU for an EMSS (RFC 5044 section 7.1), the largest ULPDU an FPDU
 /// may carry so that it fits one TCP segment wherever it starts:
 /// `EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4)` with markers,

@@ -3,8 +3,8 @@
  * rsiw_canary: a persistent rdma_cm server for the hostile-peer test
  * (issue 7) that detects stray placement into its memory.
  *
- *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e]
- *               [-d ACK_FILE] [-v]
+ *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-r DEPTH] [-k] [-f]
+ *               [-e|-E] [-d ACK_FILE] [-v]
  *
  * -k: after a failed work completion keep the connection until the peer
  *     or the shutdown ends it (default: disconnect at once, as rping does).
@@ -20,6 +20,12 @@
  *     holds as its contents (nothing may change it any more), overwrite it
  *     with 0xbb (which must then never leave in a Read Response), and
  *     append a line to ACK_FILE.
+ * -E: send first, earlier still: post the table Send right after
+ *     rdma_accept() returned, before ESTABLISHED (for
+ *     mpa_p2p_responder_holds: in the peer-to-peer model the responder's
+ *     QP is in RTS from the accept on, ESTABLISHED only after the RTR).
+ * -r DEPTH: accept with DEPTH as responder resources and initiator depth
+ *     (default 1, as rping; 0 for mpa_p2p_read_rtr_ird_0).
  *
  * It speaks rping's server protocol (rping -s -P) so the hostile peer's
  * scenarios work unchanged, and per connection:
@@ -27,7 +33,7 @@
  *  1. posts two 16 octet receives (the first takes the peer's
  *     struct rping_rdma_info: be64 buf, be32 rkey, be32 size; the second
  *     takes one more Send, e.g. a Send with Invalidate), then accepts
- *     (responder resources 1, initiator depth 1, as rping);
+ *     (responder resources 1, initiator depth 1, as rping; see -r);
  *  2. when the first Send arrives (exactly 16 octets), issues an RDMA Read
  *     of n = min(size, 64) octets from the peer's (buf, rkey) into the
  *     start of a 64 octet sink buffer registered whole (a Read Response
@@ -163,7 +169,8 @@ struct conn {
 
 static volatile sig_atomic_t stop, dereg_stall;
 static const char *ack_file;
-static int verbose, keep_on_error, strict_flush, send_first;
+/* send_first: 0 after the Read, 1 at ESTABLISHED (-e), 2 after accept (-E) */
+static int verbose, keep_on_error, strict_flush, send_first, depth = 1;
 static long page;
 static unsigned int region_serial;
 static struct ibv_context *ctx;
@@ -563,12 +570,14 @@ static int setup_conn(struct conn *c, struct rdma_cm_id *id)
 		return -1;
 	}
 	memset(&cp, 0, sizeof(cp));
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
+	cp.responder_resources = depth;
+	cp.initiator_depth = depth;
 	if (rdma_accept(id, &cp)) {
 		note(c, "accept failed (%s)", strerror(errno));
 		return -1;
 	}
+	if (send_first == 2)
+		send_table(c);
 	if (verbose)
 		printf("canary: conn %lu %s: accepted (ro %#x, other-pd %#x, inval %#x)\n",
 		       c->serial, c->peer, c->r[R_RO].mr->rkey,
@@ -678,7 +687,7 @@ static void handle_cm_events(void)
 		case RDMA_CM_EVENT_ESTABLISHED:
 			if (c) {
 				c->established = 1;
-				if (send_first)
+				if (send_first == 1)
 					send_table(c);
 			}
 			break;
@@ -777,7 +786,7 @@ static void set_nonblock(int fd)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e] [-d ACK_FILE] [-v]\n");
+		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-r DEPTH] [-k] [-f] [-e|-E] [-d ACK_FILE] [-v]\n");
 	return 2;
 }
 
@@ -790,7 +799,7 @@ int main(int argc, char **argv)
 	int idle = 0, o, i;
 	time_t t0;
 
-	while ((o = getopt(argc, argv, "a:p:t:n:kfed:v")) != -1) {
+	while ((o = getopt(argc, argv, "a:p:t:n:r:kfeEd:v")) != -1) {
 		switch (o) {
 		case 'a':
 			addr = optarg;
@@ -817,6 +826,14 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			ack_file = optarg;
+			break;
+		case 'E':
+			send_first = 2;
+			break;
+		case 'r':
+			depth = atoi(optarg);
+			if (depth < 0 || depth > 255)
+				return usage();
 			break;
 		case 'v':
 			verbose = 1;

@@ -58,8 +58,8 @@ rping_v() {
 # after its banner and the kernel logged nothing.
 perf() { # tool
 	PORT=18515
-	serve "$1" -R -F -n $ITERS -s 65536 -d dev_b
-	in_a timeout $(tmo 50) "$1" -R -F -n $ITERS -s 65536 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	serve "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_b
+	in_a timeout $(tmo 50) "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 		client_failed $?
 		return 1
 	}
@@ -199,6 +199,35 @@ large_fpdus_to_siw() {
 	fpdu_avg && [ "$FPDU_AVG" -gt 16384 ]
 }
 
+# one_fpdu_each DEV TOOL: perf TOOL with messages of PERF_SIZE octets, of
+# which DEV sends each in one FPDU: all their octets in fewer FPDUs than
+# two per message (perftest's own few small ones besides).
+one_fpdu_each() {
+	local f0 b0 f b
+	f0=$(counter_of "$1" tx_fpdus) b0=$(counter_of "$1" tx_payload_bytes)
+	perf "$2" || return 1
+	f=$(($(counter_of "$1" tx_fpdus) - f0)) b=$(($(counter_of "$1" tx_payload_bytes) - b0))
+	echo "$2: $1 sent $f FPDUs, $b payload octets for $ITERS messages of $PERF_SIZE"
+	[ "$b" -ge $((ITERS * PERF_SIZE)) ] && [ "$f" -lt $((2 * ITERS)) ]
+}
+# RFC 5044 7.1 with CRC: rsiw takes an FPDU only once all of it is queued
+# in the socket (its CRC checked before anything is placed). FPDUs of
+# 65507 payload octets (mpa_max_fpdu) against receive buffers far smaller
+# (tcp_rmem "4096 16384 16384" in both namespaces): unless rsiw lets the
+# window grow to take a whole FPDU, the first one stalls the connection
+# for good (no error, no TERMINATE: perftest times out). Writes of 65507
+# octets fill dev_b's socket, Read Responses dev_a's, one FPDU each.
+crc_max_fpdu_small_rcvbuf() {
+	local rm=/proc/sys/net/ipv4/tcp_rmem ra rb rc=1 PERF_SIZE=65507
+	ra=$(in_a cat $rm) && rb=$(in_b cat $rm) || return 1
+	reload mpa_crc_required=1 mpa_max_fpdu=65507 && pair rsiw rsiw &&
+		in_a sh -c "echo 4096 16384 16384 >$rm" && in_b sh -c "echo 4096 16384 16384 >$rm" || return 1
+	one_fpdu_each dev_a ib_write_bw && one_fpdu_each dev_b ib_read_bw && rc=0
+	in_a sh -c "echo $ra >$rm"
+	in_b sh -c "echo $rb >$rm"
+	return $rc
+}
+
 # stale STags: an STag stops working as soon as its MR is deregistered,
 # also right after each side of the QP used it (each remembers the last
 # STag it looked up): tests/guest/rsiw_stale.c.
@@ -214,11 +243,14 @@ stale_stags() {
 	return $rc
 }
 
+# reload PARAM=VALUE...: rsiw loaded anew with these parameters
+reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && load_rsiw "$@"; }
+
 # `. rsiw_traffic.sh --lib` only defines the helpers (for debugging).
 [ "${1:-}" = --lib ] && return 0
 
 ktap_print_header
-ktap_set_plan 34
+ktap_set_plan 35
 
 check "setup: topology, rsiw and siw loaded" eval 'topo_up && load_rsiw && load_siw'
 
@@ -261,7 +293,8 @@ check "rsiw <-> rsiw: rdma_server/rdma_client" rdma_cs
 check "rsiw <-> rsiw: rcopy 3 MB, checksum equal" rcopy_file
 check "rsiw <-> rsiw: rstream (rsockets) 200 x 64 KiB" rstream_run
 check "rsiw <-> rsiw with CRC (mpa_crc_required=1): rping -V" eval 'del_dev dev_a; del_dev dev_b; rmmod rsiw && load_rsiw mpa_crc_required=1 && pair rsiw rsiw && rping_v'
-reload() { del_dev dev_a 2>/dev/null; del_dev dev_b 2>/dev/null; rmmod rsiw && load_rsiw "$@"; }
+check "rsiw <-> rsiw with CRC, 65507 octet FPDUs, tcp_rmem 16 KiB: ib_write_bw, ib_read_bw of 65507 octets complete" \
+	crc_max_fpdu_small_rcvbuf
 # RFC 5044 7.1.2 in the client-server model: the rsiw server holds what it
 # posts until the siw client's first FPDU arrived (rping's client speaks
 # first); hostile-peer's responder_waits_first_fpdu checks the hold itself.

@@ -592,6 +592,11 @@ fn rtr_negotiation() {
         ..IrdOrd::default()
     };
     assert_eq!(none.choose_rtr(false, false), Ok(RtrType::Send));
+    // RFC 6581: only the Read RTR is itself an RDMA Read Request, which
+    // the responder's IRD (and the initiator's ORD) must cover.
+    assert_eq!(RtrType::Read.read_credits(), 1);
+    assert_eq!(RtrType::Write.read_credits(), 0);
+    assert_eq!(RtrType::Send.read_credits(), 0);
     let rep = IrdOrd {
         ird: 2,
         ord: 2,

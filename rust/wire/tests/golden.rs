@@ -216,6 +216,45 @@ fn mulpdu_formula() {
 }
 
 #[test]
+fn max_fpdu_wire_len() {
+    // RFC 5044 section 4: ULPDU_Length (2) + 65535 + PAD (3: 65537 mod 4
+    // is 1) + CRC (4); CRC or not, the field is there.
+    let plain = MpaMode {
+        markers: false,
+        crc: true,
+    };
+    assert_eq!(mpa::max_fpdu_wire_len(plain), 65544);
+    assert_eq!(mpa::max_fpdu_wire_len(MpaMode::default()), 65544);
+    // With markers: 65544 octets take 130 markers when the FPDU starts on
+    // a marker position (one there, then one per 508 further octets:
+    // 1 + 65543 / 508), which no other start exceeds.
+    assert_eq!(mpa::max_fpdu_wire_len(MK), 65544 + 4 * 130);
+    if cfg!(miri) {
+        // (fourteen 64 KiB encodings with CRC: minutes under Miri)
+        return;
+    }
+    // An upper bound for the real encoder, wherever the FPDU starts (the
+    // largest ULPDUs with markers cannot be encoded at all: the FPDUPTR of
+    // their last marker would need more than 16 bits).
+    let mut out = vec![0u8; 70_000];
+    let mut encoded = 0;
+    for len in [65_000usize, 65_531] {
+        let payload = vec![0x5au8; len];
+        for off in [0u32, 1, 2, 4, 508, 511, 512] {
+            let mut crc = HostCrc32c::new();
+            match encode_fpdu(MK, off, &[0u8; 4], &payload, &mut crc, &mut out) {
+                Ok(n) => {
+                    assert!(n as u32 <= mpa::max_fpdu_wire_len(MK), "{len} at {off}");
+                    encoded += 1;
+                }
+                Err(e) => assert_eq!(e, rsiw_wire::tx::TxError::MarkerPtrOverflow),
+            }
+        }
+    }
+    assert!(encoded >= 7);
+}
+
+#[test]
 fn mpa_request_rev1() {
     let mut h = MpaRr::new(FrameKind::Request, REVISION_1, 0);
     h.crc = true;

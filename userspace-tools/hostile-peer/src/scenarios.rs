@@ -73,6 +73,14 @@ pub const ALL: &[Scenario] = &[
         "[STag table] revision 2 Request, peer-to-peer with only the zero length Send RTR offered: expect the Send RTR in the Reply (no Write, no Read), the RTR taking no receive (two more Sends fit the two posted receives)"
     ),
     sc!(
+        mpa_p2p_responder_holds,
+        "[STag table] the canary server posts its Send right after rdma_accept() (-E); revision 2 Request with peer-to-peer and Write RTR: RFC 5044 7.1.2 and RFC 6581, expect no FPDU from the responder for 2 s while we hold back our RTR, then its Send only after the RTR"
+    ),
+    sc!(
+        mpa_p2p_read_rtr_ird_0,
+        "revision 2 Request, peer-to-peer with only the Read RTR offered and IRD 0, ORD 0, to a server accepting with responder resources 0 (-r 0): RFC 6581, expect the Read RTR in the Reply with IRD >= 1, and our zero length Read Request RTR answered with a Read Response, no TERMINATE"
+    ),
+    sc!(
         mpa_bad_key,
         "Request with a wrong key: expect close or reject, listener still accepts"
     ),
@@ -607,6 +615,134 @@ fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
         ));
     }
     Ok("Reply P2P + Send RTR; the RTR took no receive".into())
+}
+
+/// RFC 5044 section 7.1.2: a responder receives and validates an FPDU
+/// before it sends any; in the peer-to-peer model of RFC 6581 that FPDU
+/// is the initiator's RTR. The canary server (`-E`) posts its Send as soon
+/// as `rdma_accept()` returned: the responder's QP is in RTS then, while
+/// ESTABLISHED waits for the RTR. The Send must wait for the RTR too.
+fn mpa_p2p_responder_holds(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: 16,
+            peer_to_peer: true,
+            zero_length_rtr: true,
+            write_rtr: true,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord: Some(io),
+            ..
+        } if !hdr.reject => {
+            if !(io.peer_to_peer && io.write_rtr) {
+                return Err(format!(
+                    "Reply IRD/ORD {io:?}: expected P2P with the Write RTR"
+                ));
+            }
+        }
+        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
+    }
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    let quiet = Duration::from_secs(2).min(ctx.t);
+    p.observe(quiet, |p| !p.segs().is_empty() || p.end.closed());
+    if !p.segs().is_empty() {
+        return Err(format!(
+            "the responder sent before our RTR: {}",
+            p.summary()
+        ));
+    }
+    // The RTR: a zero length Write to STag 1, as siw sends it.
+    let f = p.fpdu(&frames::write_hdr(1, 0), &[]);
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    match table_of(&p) {
+        Some(_) => Ok(format!(
+            "nothing for {} ms before the RTR, then its Send: {}",
+            quiet.as_millis(),
+            p.summary()
+        )),
+        None => Err(format!(
+            "no Send from the responder after our RTR: {}",
+            p.summary()
+        )),
+    }
+}
+
+/// RFC 6581: the Read RTR is a zero length RDMA Read Request, which the
+/// responder answers with a Read Response; a responder that picks it
+/// needs an IRD of at least 1 (cxgb4 and irdma raise it), whatever its
+/// consumer asked for, or the RTR itself exceeds the IRD and draws a
+/// catastrophic TERMINATE. We offer only the Read RTR, with IRD and ORD 0,
+/// and the canary server (`-r 0`) accepts with responder resources 0.
+fn mpa_p2p_read_rtr_ird_0(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 0,
+            ord: 0,
+            peer_to_peer: true,
+            zero_length_rtr: true,
+            read_rtr: true,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    let mut bad = Vec::new();
+    let ird = match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord: Some(io),
+            ..
+        } if !hdr.reject => {
+            if !io.peer_to_peer || !io.read_rtr || io.write_rtr {
+                return Err(format!(
+                    "Reply IRD/ORD {io:?}: expected P2P with the Read RTR, the only one offered"
+                ));
+            }
+            if io.ird == 0 {
+                bad.push("Reply IRD 0 with the Read RTR".to_string());
+            }
+            io.ird
+        }
+        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
+    };
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    let rtr = ReadRequest {
+        sink_stag: 0x0000_1300,
+        sink_to: 0,
+        size: 0,
+        src_stag: 0,
+        src_to: 0,
+    };
+    p.send_fpdu(&frames::read_request_hdr(1, rtr), &[])?;
+    let answered = |p: &Peer| {
+        p.segs()
+            .iter()
+            .any(|s| s.hdr.opcode == Opcode::ReadResponse && s.payload.is_empty())
+    };
+    p.observe(ctx.t, |p| answered(p) || p.first_term().is_some());
+    // A TERMINATE may follow the answer: look a little longer.
+    p.observe(Duration::from_millis(500), |p| p.first_term().is_some());
+    if let Some(t) = p.first_term().and_then(|s| s.term()) {
+        bad.push(format!("TERMINATE {} for the Read RTR", code_str(t.code)));
+    } else if !answered(&p) {
+        bad.push("no zero length Read Response to the Read RTR".into());
+    }
+    if bad.is_empty() {
+        Ok(format!(
+            "Reply IRD {ird} with the Read RTR; the RTR answered: {}",
+            p.summary()
+        ))
+    } else {
+        Err(format!("{}: {}", bad.join("; "), p.summary()))
+    }
 }
 
 /// RFC 6581: only the initiator's first FPDU is its RTR. A zero length
