@@ -58,7 +58,7 @@ int rsiw_sock_recv(struct socket *s, void *buf, size_t len);
 struct workqueue_struct *rsiw_alloc_wq(void);
 struct workqueue_struct *rsiw_alloc_drop_wq(void);
 int rsiw_next_cpu(void);
-bool rsiw_in_task(void);
+bool rsiw_may_sleep(void);
 struct rsiw_dwork;
 struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx);
 bool rsiw_dwork_schedule(struct workqueue_struct *wq, struct rsiw_dwork *d,

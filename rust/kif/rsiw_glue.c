@@ -709,9 +709,20 @@ int rsiw_sock_reserve_rcv_window(struct socket *s, u32 win)
 	return min_t(u64, most, INT_MAX);
 }
 
-bool rsiw_in_task(void)
+/*
+ * Whether the caller may sleep: task context with interrupts on and, where
+ * the kernel counts it, no lock or RCU section that disabled preemption.
+ * Without CONFIG_PREEMPT_COUNT a plain spinlock is invisible here; rsiw's
+ * locks that may hold the last reference to pinned memory are all
+ * interrupt-safe (interrupts off while held), which this sees.
+ */
+bool rsiw_may_sleep(void)
 {
-	return in_task();
+#ifdef CONFIG_PREEMPT_COUNT
+	return !in_atomic() && !irqs_disabled();
+#else
+	return in_task() && !irqs_disabled();
+#endif
 }
 
 struct rsiw_umem_release {

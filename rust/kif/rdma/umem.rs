@@ -156,12 +156,14 @@ impl Umem {
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // Outside task context (the receive softirq dropped the last
-        // reference) the release, which may sleep, goes to rsiw's workqueue,
-        // which outlives every memory region (devices go first).
+        // Where the caller may not sleep (the receive softirq, or a
+        // flush under an interrupt-safe lock dropped the last reference:
+        // a segment in progress keeps its memory past a deregistration)
+        // the release, which may sleep, goes to rsiw's workqueue, which
+        // outlives every memory region (devices go first).
         // SAFETY: obtained from `ib_umem_get`, released exactly once.
         unsafe {
-            if glue::rsiw_in_task()
+            if glue::rsiw_may_sleep()
                 || glue::rsiw_umem_release_async(
                     crate::kif::compat::workqueue::raw(),
                     self.umem.as_ptr(),
