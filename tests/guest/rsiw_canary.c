@@ -3,7 +3,8 @@
  * rsiw_canary: a persistent rdma_cm server for the hostile-peer test
  * (issue 7) that detects stray placement into its memory.
  *
- *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e] [-v]
+ *   rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e]
+ *               [-d ACK_FILE] [-v]
  *
  * -k: after a failed work completion keep the connection until the peer
  *     or the shutdown ends it (default: disconnect at once, as rping does).
@@ -13,6 +14,12 @@
  * -e: send first: post the STag table Send as soon as the connection is
  *     established, instead of after the Read (for
  *     responder_waits_first_fpdu).
+ * -d: on SIGUSR1, deregister the stall MR (d) of every connection (the
+ *     hostile peer's stall scenarios: a peer stopped in the middle of a
+ *     message meanwhile); once ibv_dereg_mr returned, take what its buffer
+ *     holds as its contents (nothing may change it any more), overwrite it
+ *     with 0xbb (which must then never leave in a Read Response), and
+ *     append a line to ACK_FILE.
  *
  * It speaks rping's server protocol (rping -s -P) so the hostile peer's
  * scenarios work unchanged, and per connection:
@@ -48,7 +55,7 @@
  * (or how many were corrupted) and exits 0 only if every check passed and
  * no connection failed to set up.
  *
- * STag table (the payload of the server's Send; big endian, 56 octets):
+ * STag table (the payload of the server's Send; big endian, 72 octets):
  *
  *   offset  size  field
  *    0      4     magic 0x43414e59 ("CANY")
@@ -62,10 +69,15 @@
  *   40      8     (c) invalidatable MR: address (local + remote write,
  *   48      4         STag                       QP's PD; the peer may
  *   52      4         length                     invalidate it)
+ *   56      8     (d) stall MR: address         (local + remote read and
+ *   64      4         STag                       write, QP's PD, 512 KiB;
+ *   68      4         length                     deregistered on SIGUSR1)
  *
  * The hostile peer's scenarios write_readonly, write_other_pd,
- * write_invalidated and send_inv_foreign use it (scenarios.rs has the same
- * layout).  None of the three MRs is ever legitimately written.
+ * write_invalidated and send_inv_foreign use it, write_split_dereg and
+ * read_stalled_dereg the stall MR (scenarios.rs has the same layout).  None
+ * of the first three MRs is ever legitimately written; the stall MR may be
+ * written until it is deregistered.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -91,7 +103,9 @@
 #define INFO_LEN 16
 #define SINK_MAX 64
 #define MR_LEN 256
-#define TABLE_LEN 56
+#define TABLE_LEN 72
+#define STALL_LEN (512 * 1024)
+#define STALL_AFTER 0xbb
 #define TABLE_MAGIC 0x43414e59u
 /* A connection that started tearing down and got no event for this long
  * is finished without it. */
@@ -105,15 +119,17 @@ enum {
 	R_RO,
 	R_OPD,
 	R_INV,
+	R_STALL,
 	R_NUM
 };
 
 static const char *const region_name[R_NUM] = {
-	"recv1", "recv2", "sink", "send", "ro", "other-pd", "inval",
+	"recv1", "recv2", "sink", "send", "ro", "other-pd", "inval", "stall",
 };
 
 static const size_t region_len[R_NUM] = {
 	INFO_LEN, INFO_LEN, SINK_MAX, TABLE_LEN, MR_LEN, MR_LEN, MR_LEN,
+	STALL_LEN,
 };
 
 enum { WR_RECV1 = 1, WR_RECV2, WR_READ, WR_SEND };
@@ -145,7 +161,8 @@ struct conn {
 	char note[256];
 };
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, dereg_stall;
+static const char *ack_file;
 static int verbose, keep_on_error, strict_flush, send_first;
 static long page;
 static unsigned int region_serial;
@@ -162,6 +179,12 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	dereg_stall = 1;
 }
 
 static void note(struct conn *c, const char *fmt, ...)
@@ -328,6 +351,7 @@ static void send_table(struct conn *c)
 	put_mr(t + 8, &c->r[R_RO]);
 	put_mr(t + 24, &c->r[R_OPD]);
 	put_mr(t + 40, &c->r[R_INV]);
+	put_mr(t + 56, &c->r[R_STALL]);
 	/* our own write: the shadow follows */
 	memcpy(r->buf, t, TABLE_LEN);
 	memcpy(r->shadow + off, t, TABLE_LEN);
@@ -523,12 +547,17 @@ static int setup_conn(struct conn *c, struct rdma_cm_id *id)
 	    !reg(pd2, &c->r[R_OPD], MR_LEN,
 		 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) ||
 	    !reg(pd1, &c->r[R_INV], MR_LEN,
-		 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) {
+		 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) ||
+	    !reg(pd1, &c->r[R_STALL], STALL_LEN,
+		 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		 IBV_ACCESS_REMOTE_READ)) {
 		note(c, "MR registration failed (%s)", strerror(errno));
 		return -1;
 	}
 	c->r[R_RECV1].exempt = INFO_LEN;
 	c->r[R_RECV2].exempt = INFO_LEN;
+	/* the peer may write the stall MR until it is deregistered */
+	c->r[R_STALL].exempt = STALL_LEN;
 	if (post_recv(c, R_RECV1, WR_RECV1) || post_recv(c, R_RECV2, WR_RECV2)) {
 		note(c, "post_recv failed (%s)", strerror(errno));
 		return -1;
@@ -701,6 +730,45 @@ static void reap(int force)
 	}
 }
 
+/*
+ * SIGUSR1 (-d): deregisters every connection's stall MR. Once
+ * ibv_dereg_mr() returned nothing may place into the buffer or read from
+ * it: what it holds now is its contents (the shadow), and our own
+ * overwrite with STALL_AFTER must never reach the peer.
+ */
+static void deregister_stall(void)
+{
+	FILE *f;
+	int i, n = 0;
+
+	for (i = 0; i < MAX_CONNS; i++) {
+		struct conn *c = &conns[i];
+		struct region *r = &c->r[R_STALL];
+		size_t off;
+
+		if (!c->used || !r->mr)
+			continue;
+		if (ibv_dereg_mr(r->mr)) {
+			note(c, "deregistration of the stall MR failed");
+			n_setup_fail++;
+			continue;
+		}
+		r->mr = NULL;
+		off = r->buf - r->map;
+		memcpy(r->shadow, r->map, r->map_len);
+		memset(r->buf, STALL_AFTER, r->len);
+		memset(r->shadow + off, STALL_AFTER, r->len);
+		r->exempt = 0;
+		note(c, "stall MR deregistered");
+		n++;
+	}
+	f = ack_file ? fopen(ack_file, "a") : NULL;
+	if (f) {
+		fprintf(f, "%d\n", n);
+		fclose(f);
+	}
+}
+
 static void set_nonblock(int fd)
 {
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -709,7 +777,7 @@ static void set_nonblock(int fd)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e] [-v]\n");
+		"usage: rsiw_canary -a ADDR [-p PORT] [-t IDLE_SECS] [-n MAX_CONNS] [-k] [-f] [-e] [-d ACK_FILE] [-v]\n");
 	return 2;
 }
 
@@ -722,7 +790,7 @@ int main(int argc, char **argv)
 	int idle = 0, o, i;
 	time_t t0;
 
-	while ((o = getopt(argc, argv, "a:p:t:n:kfev")) != -1) {
+	while ((o = getopt(argc, argv, "a:p:t:n:kfed:v")) != -1) {
 		switch (o) {
 		case 'a':
 			addr = optarg;
@@ -747,6 +815,9 @@ int main(int argc, char **argv)
 		case 'e':
 			send_first = 1;
 			break;
+		case 'd':
+			ack_file = optarg;
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -763,6 +834,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_INET;
@@ -810,6 +883,10 @@ int main(int argc, char **argv)
 		}
 		handle_cm_events();
 		handle_cq_events();
+		if (dereg_stall) {
+			dereg_stall = 0;
+			deregister_stall();
+		}
 		reap(0);
 		if (idle && time(NULL) - last_event >= idle) {
 			printf("canary: idle for %d s\n", idle);

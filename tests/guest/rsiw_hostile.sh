@@ -89,11 +89,14 @@ serve() {
 	if [ "$HOSTILE_SERVER" = rping ]; then
 		nsenter --net="/run/netns/$NS_B" timeout $(tmo 120) rping -s -P -a "$IP_B" -p "$PORT" >"$WORK/server.out" 2>&1 &
 	else
-		# (-t: it ends itself, checked, when left idle)
+		# (-t: it ends itself, checked, when left idle; -d: SIGUSR1
+		# deregisters its stall MRs, for write_split_dereg and
+		# read_stalled_dereg, which find it through the two variables)
 		nsenter --net="/run/netns/$NS_B" "$CANARY" -a "$IP_B" -p "$PORT" -t $(tmo 300) \
-			$HOSTILE_CANARY_OPTS >"$WORK/server.out" 2>&1 &
+			-d "$WORK/canary.ack" $HOSTILE_CANARY_OPTS >"$WORK/server.out" 2>&1 &
 	fi
 	SERVER=$!
+	export HOSTILE_CANARY_PID=$SERVER HOSTILE_CANARY_ACK=$WORK/canary.ack
 	wait_listen "$NS_B" "$PORT" && return 0
 	echo "# server did not listen"
 	cat "$WORK/server.out"

@@ -24,6 +24,9 @@ pub struct ReqSpec {
     pub pdata: Vec<u8>,
     /// PD_Length to announce instead of the real one.
     pub pd_len_override: Option<u16>,
+    /// Receive buffer of our socket, set before connecting (a small
+    /// window; `None`: the system's default).
+    pub rcvbuf: Option<i32>,
 }
 
 impl Default for ReqSpec {
@@ -42,6 +45,7 @@ impl Default for ReqSpec {
             }),
             pdata: Vec::new(),
             pd_len_override: None,
+            rcvbuf: None,
         }
     }
 }

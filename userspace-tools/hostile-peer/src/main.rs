@@ -23,6 +23,7 @@ mod listen;
 mod mutate;
 mod peer;
 mod scenarios;
+mod stall;
 mod termcheck;
 
 use std::io::Write;

@@ -165,6 +165,53 @@ impl Peer {
         Ok(Self::from_stream(sock))
     }
 
+    /// Connects with a receive buffer of about `rcvbuf` octets, set
+    /// before the handshake so that the window we offer stays that small:
+    /// a peer that does not read closes its window soon.
+    pub fn connect_small_window(target: SocketAddr, rcvbuf: i32) -> Result<Self, String> {
+        use std::os::fd::FromRawFd;
+        let SocketAddr::V4(v4) = target else {
+            return Err("connect_small_window: IPv4 only".into());
+        };
+        // SAFETY: plain socket calls on a descriptor we own; the address
+        // and option are correctly sized; the descriptor goes to the
+        // TcpStream, which closes it.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            if fd < 0 {
+                return Err(format!("socket: {}", std::io::Error::last_os_error()));
+            }
+            let stream = TcpStream::from_raw_fd(fd);
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &rcvbuf as *const i32 as *const libc::c_void,
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            );
+            let sa = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            let r = libc::connect(
+                fd,
+                &sa as *const libc::sockaddr_in as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            );
+            if r != 0 {
+                return Err(format!(
+                    "connect to {target}: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            Ok(Self::from_stream(stream))
+        }
+    }
+
     /// A peer on an established (e.g. accepted) connection.
     pub fn from_stream(sock: TcpStream) -> Self {
         sock.set_nodelay(true).ok();

@@ -24,6 +24,7 @@ use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
+use crate::stall::{read_stalled_dereg, write_split_dereg};
 use crate::termcheck;
 
 pub struct Ctx {
@@ -268,6 +269,18 @@ pub const ALL: &[Scenario] = &[
         garbage_after_mpa,
         "4 KiB of random octets after MPA: expect the connection closed"
     ),
+    sc!(
+        write_split_dereg,
+        "[STag table] an RDMA Write segment cut in two: after its first half the canary deregisters the MR (SIGUSR1): expect TERMINATE DDP invalid STag for the rest and not one octet of it placed"
+    ),
+    sc!(
+        read_stalled_dereg,
+        "[STag table] an RDMA Read of the canary's 512 KiB stall MR that we leave unread (TCP's window closes); the canary deregisters the MR and overwrites it: expect only octets from before, then TERMINATE RDMAP invalid STag or a close"
+    ),
+    sc!(
+        mpa_p2p_zero_send_after_rtr,
+        "[STag table] peer-to-peer with the Write RTR, then a zero length Send in the same segment: only the first FPDU is the RTR, so the Send takes a receive (a Send after the table draws TERMINATE DDP no buffer)"
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
@@ -286,7 +299,10 @@ pub(crate) fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
 
 /// [`establish`], also returning the Reply's IRD/ORD data.
 fn establish_io(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Option<IrdOrd>), String> {
-    let mut p = Peer::connect(ctx.target)?;
+    let mut p = match req.rcvbuf {
+        Some(b) => Peer::connect_small_window(ctx.target, b)?,
+        None => Peer::connect(ctx.target)?,
+    };
     match p.mpa(req, ctx.t)? {
         MpaOutcome::Reply { hdr, ird_ord, .. } if !hdr.reject => {
             let crc = hdr.crc || req.crc;
@@ -591,6 +607,75 @@ fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
         ));
     }
     Ok("Reply P2P + Send RTR; the RTR took no receive".into())
+}
+
+/// RFC 6581: only the initiator's first FPDU is its RTR. A zero length
+/// Send right behind a Write RTR (in the same TCP segment) is a message:
+/// it takes the canary's first receive, the rping Send the second, and a
+/// further Send after the table finds no receive (TERMINATE DDP "no
+/// buffer"). A responder that takes the zero length Send as a second RTR
+/// has a receive left for that Send.
+fn mpa_p2p_zero_send_after_rtr(ctx: &Ctx) -> Outcome {
+    let req = ReqSpec {
+        ird_ord: Some(IrdOrd {
+            ird: 16,
+            ord: 16,
+            peer_to_peer: true,
+            write_rtr: true,
+            ..IrdOrd::default()
+        }),
+        ..ReqSpec::default()
+    };
+    let mut p = Peer::connect(ctx.target)?;
+    match p.mpa(&req, ctx.t)? {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord: Some(io),
+            ..
+        } if !hdr.reject && io.peer_to_peer && io.write_rtr => {}
+        o => {
+            return Err(format!(
+                "expected an accepting Reply with P2P and the Write RTR, got {o}"
+            ))
+        }
+    }
+    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    // The Write RTR, a zero length Send (MSN 1) and the rping Send (MSN 2)
+    // in one segment.
+    let mut f = p.fpdu(&frames::write_hdr(1, 0), &[]);
+    f.extend(p.next_send(&[]));
+    f.extend(rping_send(&mut p));
+    p.send_raw(&f)?;
+    p.observe(ctx.t, |p| {
+        p.segs()
+            .iter()
+            .any(|s| s.read_request().is_some() || s.term().is_some())
+    });
+    let Some(rr) = p.segs().iter().find_map(|s| s.read_request()) else {
+        return Err(format!(
+            "no Read Request after the rping Send: {}",
+            p.summary()
+        ));
+    };
+    let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
+    p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    if table_of(&p).is_none() {
+        return Err(format!("no STag table: {}", p.summary()));
+    }
+    // Both receives are taken (the zero length Send and the rping Send):
+    // one more Send must find none.
+    let h = frames::send_hdr(p.send_msn);
+    let f = p.next_send(&[0x33; 16]);
+    p.send_raw(&f)?;
+    expect_term(
+        ctx,
+        &mut p,
+        tc(DdpError::UntaggedMsnNoBuffer),
+        Some((&[&h], 18 + 16)),
+    )
+    .map(|_| "the zero length Send after the Write RTR took a receive".into())
+    .map_err(|e| format!("{e} (was the zero length Send taken as a second RTR?)"))
 }
 
 fn mpa_rev1(ctx: &Ctx) -> Outcome {
@@ -1438,7 +1523,9 @@ fn marker_fpduptr_low_bits(ctx: &Ctx) -> Outcome {
 /// Magic of the canary server's STag table.
 pub const TABLE_MAGIC: u32 = 0x4341_4e59;
 /// Length of the canary server's STag table.
-pub const TABLE_LEN: usize = 56;
+pub const TABLE_LEN: usize = 72;
+/// Length of the table before the stall MR (entry d) was added.
+const TABLE_LEN_ABC: usize = 56;
 
 /// One MR of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1457,6 +1544,9 @@ pub struct StagTable {
     pub other_pd: TableMr,
     /// (c) remote write, the QP's PD, may be invalidated by us.
     pub inval: TableMr,
+    /// (d) remote read and write, the QP's PD, deregistered by the canary
+    /// on SIGUSR1 (the [`crate::stall`] scenarios).
+    pub stall: Option<TableMr>,
 }
 
 impl StagTable {
@@ -1471,13 +1561,18 @@ impl StagTable {
                 len: be32(o + 12)?,
             })
         };
-        if b.len() != TABLE_LEN || be32(0)? != TABLE_MAGIC || be32(4)? as usize != TABLE_LEN {
+        let len = b.len();
+        if (len != TABLE_LEN && len != TABLE_LEN_ABC)
+            || be32(0)? != TABLE_MAGIC
+            || be32(4)? as usize != len
+        {
             return None;
         }
         Some(Self {
             ro: mr(8)?,
             other_pd: mr(24)?,
             inval: mr(40)?,
+            stall: if len == TABLE_LEN { mr(56) } else { None },
         })
     }
 }
@@ -1491,12 +1586,12 @@ fn table_of(p: &Peer) -> Option<StagTable> {
 
 /// A connection to the canary server on which we answered its RDMA Read
 /// and got its STag table.
-fn with_table(ctx: &Ctx) -> Result<(Peer, StagTable), String> {
+pub(crate) fn with_table(ctx: &Ctx) -> Result<(Peer, StagTable), String> {
     with_table_as(ctx, &ReqSpec::default())
 }
 
 /// [`with_table`] on a connection set up with `req`.
-fn with_table_as(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, StagTable), String> {
+pub(crate) fn with_table_as(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, StagTable), String> {
     let (mut p, rr) = with_valid_stag_as(ctx, req)?;
     let h = frames::read_response_hdr(rr.sink_stag, rr.sink_to);
     p.send_fpdu(&h, &frames::garbage(0x5eed, rr.size as usize))?;
@@ -1757,7 +1852,7 @@ mod tests {
         let mut b = Vec::new();
         b.extend_from_slice(&TABLE_MAGIC.to_be_bytes());
         b.extend_from_slice(&(TABLE_LEN as u32).to_be_bytes());
-        for i in 1..=3u32 {
+        for i in 1..=4u32 {
             b.extend_from_slice(&(0x7f00_0000_1000u64 * u64::from(i)).to_be_bytes());
             b.extend_from_slice(&(0x100 * i + 7).to_be_bytes());
             b.extend_from_slice(&256u32.to_be_bytes());
@@ -1766,6 +1861,7 @@ mod tests {
         assert_eq!(t.ro.stag, 0x107);
         assert_eq!(t.other_pd.addr, 0x7f00_0000_1000 * 2);
         assert_eq!(t.inval.len, 256);
+        assert_eq!(t.stall.map(|m| m.stag), Some(0x407));
         assert_eq!(t.inval.stag, 0x307);
         assert!(StagTable::parse(&b[..TABLE_LEN - 1]).is_none());
         b[0] = 0;
