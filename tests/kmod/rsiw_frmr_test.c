@@ -15,14 +15,16 @@
  *
  * Writing "invalidate" to the parameter "ctl" posts a Local Invalidate of
  * every connection's MR and returns once it completed (an error if one
- * failed or none was registered); then, as a ULP reusing the pages
- * would, it keeps a copy of each buffer and overwrites the buffer with
- * 0xbb. Nothing may place into the buffer after that, nor may 0xbb leave
- * it. Writing "check", or the connection's end, or the module's unload
- * compares each invalidated buffer with its copy and logs
+ * failed or none was registered); "dereg" deregisters the MRs instead
+ * (ib_dereg_mr, as a ULP tearing a connection down; a Local Invalidate
+ * waits behind a Read Response on the same QP). Then, as a ULP reusing
+ * the pages would, the module keeps a copy of each buffer and overwrites
+ * the buffer with 0xbb. Nothing may place into the buffer after that, nor
+ * may 0xbb leave it. Writing "check", or the connection's end, or the
+ * module's unload compares each such buffer with its copy and logs
  * "rsiw_frmr_test: buffer intact" or "rsiw_frmr_test: CORRUPTED ...";
- * "corrupt" counts the corrupted ones, "checked" the checks, "conns" the
- * connections alive.
+ * "corrupt" counts the connections found corrupted, "checked" the checks,
+ * "conns" the connections alive.
  */
 #include <linux/inet.h>
 #include <linux/module.h>
@@ -50,9 +52,9 @@ MODULE_PARM_DESC(registered, "MRs registered since the load");
 module_param(conns, int, 0444);
 MODULE_PARM_DESC(conns, "connections alive");
 module_param(checked, int, 0444);
-MODULE_PARM_DESC(checked, "invalidated buffers checked");
+MODULE_PARM_DESC(checked, "checks of invalidated buffers");
 module_param(corrupt, int, 0444);
-MODULE_PARM_DESC(corrupt, "invalidated buffers found changed");
+MODULE_PARM_DESC(corrupt, "connections whose invalidated buffer changed");
 
 struct conn {
 	struct list_head node;
@@ -64,7 +66,8 @@ struct conn {
 	struct scatterlist sg[NCHUNKS];
 	int nents;		/* mapped */
 	u8 *snap;		/* the buffer after the invalidation */
-	bool valid;		/* registered, not invalidated */
+	bool valid;		/* registered, not invalidated or deregistered */
+	bool bad;		/* counted in corrupt */
 	struct ib_cqe cqe;
 	struct completion done;
 	int status;
@@ -125,22 +128,31 @@ static void check_conn(struct conn *c)
 	}
 	checked++;
 	if (n) {
-		corrupt++;
-		pr_err("rsiw_frmr_test: CORRUPTED: %zu octets changed after the Local Invalidate, the first at offset %zu\n",
+		corrupt += !c->bad;
+		c->bad = true;
+		pr_err("rsiw_frmr_test: CORRUPTED: %zu octets changed after the invalidation, the first at offset %zu\n",
 		       n, first);
 	} else {
 		pr_info("rsiw_frmr_test: buffer intact\n");
 	}
 }
 
-static int invalidate(struct conn *c)
+/* The MR's registration ends: a Local Invalidate, or @dereg. */
+static int invalidate(struct conn *c, bool dereg)
 {
 	struct ib_send_wr wr = {
 		.opcode = IB_WR_LOCAL_INV,
 		.ex.invalidate_rkey = c->mr->rkey,
 	};
-	int i, rc = post_wait(c, &wr);
+	int i, rc;
 
+	if (dereg) {
+		rc = ib_dereg_mr(c->mr);
+		if (!rc)
+			c->mr = NULL;
+	} else {
+		rc = post_wait(c, &wr);
+	}
 	if (rc)
 		return rc;
 	c->valid = false;
@@ -157,34 +169,34 @@ static int invalidate(struct conn *c)
 
 static int ctl_set(const char *val, const struct kernel_param *kp)
 {
+	bool inv = sysfs_streq(val, "invalidate"), dereg = sysfs_streq(val, "dereg");
 	struct conn *c;
 	int rc = 0, n = 0;
 
+	if (!inv && !dereg && !sysfs_streq(val, "check"))
+		return -EINVAL;
 	mutex_lock(&lock);
 	list_for_each_entry(c, &conn_list, node) {
-		if (sysfs_streq(val, "invalidate") && c->valid) {
-			int r = invalidate(c);
+		if ((inv || dereg) && c->valid) {
+			int r = invalidate(c, dereg);
 
 			n++;
 			if (r) {
-				pr_err("rsiw_frmr_test: Local Invalidate failed (%d)\n", r);
+				pr_err("rsiw_frmr_test: %s failed (%d)\n",
+				       dereg ? "ib_dereg_mr" : "Local Invalidate", r);
 				rc = r;
 			}
-		} else if (sysfs_streq(val, "check")) {
+		} else if (!inv && !dereg) {
 			check_conn(c);
 		}
 	}
 	mutex_unlock(&lock);
-	if (sysfs_streq(val, "invalidate") && !n)
-		return -ENOENT;
-	if (!sysfs_streq(val, "invalidate") && !sysfs_streq(val, "check"))
-		return -EINVAL;
-	return rc;
+	return (inv || dereg) && !n ? -ENOENT : rc;
 }
 
 static const struct kernel_param_ops ctl_ops = { .set = ctl_set };
 module_param_cb(ctl, &ctl_ops, NULL, 0200);
-MODULE_PARM_DESC(ctl, "\"invalidate\": Local Invalidate every MR; \"check\": check the buffers");
+MODULE_PARM_DESC(ctl, "\"invalidate\": Local Invalidate every MR; \"dereg\": deregister them; \"check\": check the buffers");
 
 /* Frees what conn_setup made; the id is destroyed by the caller. */
 static void conn_free(struct conn *c)

@@ -25,7 +25,7 @@ use rsiw_wire::term::{parse_term_copy, TermHdr};
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
 use crate::stall::{
-    frmr_read_stalled_inval, frmr_write_split_inval, read_stalled_dereg, write_split_dereg,
+    frmr_read_stalled_dereg, frmr_write_split_inval, read_stalled_dereg, write_split_dereg,
 };
 use crate::termcheck;
 
@@ -284,8 +284,8 @@ pub const ALL: &[Scenario] = &[
         "[kernel FRMR] write_split_dereg against tests/kmod/rsiw_frmr_test.ko: a fast registration MR that the kernel consumer invalidates (Local Invalidate) after the first half, then reuses: expect TERMINATE DDP invalid STag for the rest and the module's buffer unchanged"
     ),
     sc!(
-        frmr_read_stalled_inval,
-        "[kernel FRMR] read_stalled_dereg against tests/kmod/rsiw_frmr_test.ko: a Read of its 512 KiB fast registration MR left unread; the module invalidates the MR and overwrites the pages: expect only octets from before, then TERMINATE RDMAP invalid STag or a close"
+        frmr_read_stalled_dereg,
+        "[kernel FRMR] read_stalled_dereg against tests/kmod/rsiw_frmr_test.ko: a Read of its 512 KiB fast registration MR left unread; the module deregisters the MR (ib_dereg_mr) and overwrites the pages: expect only octets from before, then TERMINATE RDMAP invalid STag or a close"
     ),
     sc!(
         mpa_p2p_zero_send_after_rtr,

@@ -16,14 +16,19 @@
 //!   an acknowledgement file. The test script passes the canary's process
 //!   id and that file in `HOSTILE_CANARY_PID` and `HOSTILE_CANARY_ACK`.
 //! - The kernel module tests/kmod/rsiw_frmr_test.c (`frmr_write_split_inval`,
-//!   `frmr_read_stalled_inval`): a kernel rdma_cm server whose memory is
+//!   `frmr_read_stalled_dereg`): a kernel rdma_cm server whose memory is
 //!   a fast registration MR, named in its MPA Reply's private data. Writing
 //!   `invalidate` to its parameter `ctl` posts a Local Invalidate and
-//!   returns once it completed; the module then keeps a copy of the buffer
-//!   and overwrites it with [`AFTER`] (as a ULP that reuses the pages);
-//!   `check` compares the buffer with the copy and counts a corrupted one
-//!   in the parameter `corrupt`. `HOSTILE_FRMR_PARAMS` names its
-//!   parameter directory (default [`FRMR_PARAMS`]).
+//!   returns once it completed, `dereg` deregisters the MR (ib_dereg_mr);
+//!   the module then keeps a copy of the buffer and overwrites it with
+//!   [`AFTER`] (as a ULP that reuses the pages); `check` compares the
+//!   buffer with the copy and counts a corrupted one in the parameter
+//!   `corrupt`. `HOSTILE_FRMR_PARAMS` names its parameter directory
+//!   (default [`FRMR_PARAMS`]). The Read uses `dereg`: a Local Invalidate
+//!   goes through the send queue, whose work requests rsiw (as siw) takes
+//!   only after the Read Response in progress, so it cannot end the
+//!   registration in the middle of one (it waits for as long as the peer
+//!   keeps its window closed).
 
 use std::path::PathBuf;
 use std::thread::sleep;
@@ -48,8 +53,14 @@ const FRMR_PARAMS: &str = "/sys/module/rsiw_frmr_test/parameters";
 enum Consumer {
     /// The canary server: its process and acknowledgement file.
     Canary { pid: i32, ack: PathBuf },
-    /// The kernel module's parameter directory.
-    Kmod(PathBuf),
+    /// The kernel module: its parameter directory, what ends the
+    /// registration (`invalidate` or `dereg`, written to `ctl`) and its
+    /// count of corrupted buffers before.
+    Kmod {
+        dir: PathBuf,
+        how: &'static str,
+        corrupt: u64,
+    },
 }
 
 impl Consumer {
@@ -75,7 +86,10 @@ impl Consumer {
     fn what(&self) -> &'static str {
         match self {
             Self::Canary { .. } => "deregistration",
-            Self::Kmod(_) => "Local Invalidate",
+            Self::Kmod {
+                how: "invalidate", ..
+            } => "Local Invalidate",
+            Self::Kmod { .. } => "deregistration",
         }
     }
 
@@ -104,7 +118,7 @@ impl Consumer {
     /// Invalidate completed).
     fn deregister(&self, t: Duration) -> Result<(), String> {
         let (pid, ack) = match self {
-            Self::Kmod(dir) => return Self::ctl(dir, "invalidate"),
+            Self::Kmod { dir, how, .. } => return Self::ctl(dir, how),
             Self::Canary { pid, ack } => (*pid, ack),
         };
         let before = Self::acks(ack);
@@ -127,16 +141,16 @@ impl Consumer {
 
     /// Whether the memory is as the consumer left it after the
     /// deregistration. The canary checks at the connection's end (its
-    /// verdict is the test script's); the kernel module checks now.
+    /// verdict is the test script's); the kernel module checks now (or
+    /// did when the connection ended).
     fn intact(&self) -> Result<(), String> {
-        let Self::Kmod(dir) = self else {
+        let Self::Kmod { dir, corrupt, .. } = self else {
             return Ok(());
         };
-        let before = Self::param(dir, "corrupt")?;
         Self::ctl(dir, "check")?;
-        if Self::param(dir, "corrupt")? > before {
+        if Self::param(dir, "corrupt")? > *corrupt {
             return Err(
-                "the kernel module's buffer changed after the Local Invalidate completed (rsiw placed into invalidated memory; see the kernel log)"
+                "the kernel module's buffer changed after its MR's registration ended (rsiw placed into invalidated memory; see the kernel log)"
                     .into(),
             );
         }
@@ -161,10 +175,15 @@ fn with_stall_mr(ctx: &Ctx, rcvbuf: Option<i32>) -> Result<(Peer, TableMr, Consu
 
 /// A connection to the kernel module and its fast registration MR (from
 /// the Reply's private data: address be64, STag be32, length be32), once
-/// the module registered it.
-fn with_frmr(ctx: &Ctx, rcvbuf: Option<i32>) -> Result<(Peer, TableMr, Consumer), String> {
+/// the module registered it; `how` ends the registration (see [`Consumer`]).
+fn with_frmr(
+    ctx: &Ctx,
+    rcvbuf: Option<i32>,
+    how: &'static str,
+) -> Result<(Peer, TableMr, Consumer), String> {
     let dir = Consumer::kmod_dir();
     let before = Consumer::param(&dir, "registered")?;
+    let corrupt = Consumer::param(&dir, "corrupt")?;
     let req = ReqSpec {
         rcvbuf,
         ..ReqSpec::default()
@@ -189,7 +208,7 @@ fn with_frmr(ctx: &Ctx, rcvbuf: Option<i32>) -> Result<(Peer, TableMr, Consumer)
         }
         sleep(Duration::from_millis(20));
     }
-    Ok((p, mr, Consumer::Kmod(dir)))
+    Ok((p, mr, Consumer::Kmod { dir, how, corrupt }))
 }
 
 /// An RDMA Write segment cut in two: its first half is placed, then the
@@ -201,7 +220,7 @@ pub fn write_split_dereg(ctx: &Ctx) -> Outcome {
 /// [`write_split_dereg`] with the kernel module's fast registration MR,
 /// which it invalidates (Local Invalidate) in the middle.
 pub fn frmr_write_split_inval(ctx: &Ctx) -> Outcome {
-    write_split(ctx, with_frmr(ctx, None)?)
+    write_split(ctx, with_frmr(ctx, None, "invalidate")?)
 }
 
 /// An RDMA Write segment cut in two: its first half is placed, then the
@@ -250,10 +269,10 @@ pub fn read_stalled_dereg(ctx: &Ctx) -> Outcome {
 }
 
 /// [`read_stalled_dereg`] with the kernel module's fast registration MR,
-/// which it invalidates (Local Invalidate) while the Read Response waits
-/// for our window.
-pub fn frmr_read_stalled_inval(ctx: &Ctx) -> Outcome {
-    read_stalled(ctx, with_frmr(ctx, Some(4096))?)
+/// which it deregisters (ib_dereg_mr) while the Read Response waits for
+/// our window.
+pub fn frmr_read_stalled_dereg(ctx: &Ctx) -> Outcome {
+    read_stalled(ctx, with_frmr(ctx, Some(4096), "dereg")?)
 }
 
 /// An RDMA Read of the whole MR that we receive slowly (our receive
