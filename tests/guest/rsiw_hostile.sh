@@ -399,11 +399,13 @@ done
 # The "[kernel FRMR]" scenarios: the consumer is a kernel ULP, the test
 # module tests/kmod/rsiw_frmr_test.ko (built by `make module`), an
 # rdma_cm server on rsiw0 in ns B whose memory is a fast registration MR;
-# the scenarios invalidate it through the module's parameter "ctl" in the
-# middle of a Write or a Read Response. One KTAP line per scenario
-# (batch_report), then one for the module: every invalidated buffer
-# unchanged when its connection ended, connections gone, unloaded.
-# (Both scenarios and the module took about 25 s on the standard kernel.)
+# the scenarios end its registration through the module's parameter
+# "ctl" (Local Invalidate, ib_dereg_mr) in the middle of a Write or a Read
+# Response. One KTAP line per scenario (batch_report), then one for the
+# module: every invalidated buffer unchanged when its connection ended,
+# connections gone, unloaded.
+# (3-4 s on the standard kernel, 7 s on the debug kernel; 19 and 70 s
+# against a module that fails them, which runs into the timeouts.)
 FRMR_KO=${RSIW_FRMR_KO:-$RSIW_REPO/tests/kmod/rsiw_frmr_test.ko}
 FRMR_PARAMS=/sys/module/rsiw_frmr_test/parameters
 FPORT=7193

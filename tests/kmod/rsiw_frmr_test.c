@@ -37,7 +37,8 @@
 
 #define BUF_LEN (512 * 1024)
 #define CHUNK_ORDER 4 /* 64 KiB */
-#define NCHUNKS (BUF_LEN / (PAGE_SIZE << CHUNK_ORDER))
+#define CHUNK (PAGE_SIZE << CHUNK_ORDER)
+#define NCHUNKS (BUF_LEN / CHUNK)
 #define AFTER 0xbb
 
 static char *addr = "198.18.0.2";
@@ -101,8 +102,6 @@ static int post_wait(struct conn *c, struct ib_send_wr *wr)
 		return -ETIMEDOUT;
 	return c->status == IB_WC_SUCCESS ? 0 : -EIO;
 }
-
-#define CHUNK (PAGE_SIZE << CHUNK_ORDER)
 
 static u8 *chunk(struct conn *c, int i)
 {
