@@ -36,9 +36,11 @@ all: module
 kernel:
 	@$(KDIR_CMD) >/dev/null
 
+# (with the test module tests/kmod/rsiw_frmr_test.ko, for rsiw_hostile.sh)
 module:
 	@kdir=$$($(KDIR_CMD)) && \
-	$(MAKE) -C "$$kdir" M=$(ROOT) $(KMAKE_VARS) modules
+	$(MAKE) -C "$$kdir" M=$(ROOT) $(KMAKE_VARS) modules && \
+	$(MAKE) -C "$$kdir" M=$(ROOT)/tests/kmod modules
 
 clippy:
 	@kdir=$$($(KDIR_CMD)) && \
@@ -85,7 +87,8 @@ fmt:
 
 clean:
 	@kdir=$$($(KDIR_CMD) 2>/dev/null) && \
-	$(MAKE) -C "$$kdir" M=$(ROOT) clean || true
+	$(MAKE) -C "$$kdir" M=$(ROOT) clean && \
+	$(MAKE) -C "$$kdir" M=$(ROOT)/tests/kmod clean || true
 	@rm -rf $(ROOT)/target
 
 # Ping-pong latency of rsiw against siw, both connected at once and

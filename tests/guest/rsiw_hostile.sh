@@ -26,6 +26,9 @@
 # (non-zero exit, REJECTED for init_reply_reject) in bounded time, and no
 # QP or cm_id may be left on the rsiw devices.
 #
+# The "[kernel FRMR]" scenarios have a kernel consumer instead of the
+# canary: tests/kmod/rsiw_frmr_test.ko (see frmr_module below).
+#
 # Afterwards a genuine rping -V from siw in ns A must still work, and the
 # kernel log must stay clean throughout (lib.sh `check`).
 #
@@ -82,6 +85,7 @@ if [ -n "${HOSTILE_ONLY:-}" ]; then
 	done
 fi
 TABLE_SCEN=" $("$HP" --list | awk '/\[STag table\]/ {print $1}' | tr '\n' ' ')"
+FRMR_SCEN=" $("$HP" --list | awk '/\[kernel FRMR\]/ {print $1}' | tr '\n' ' ')"
 
 # serve: a persistent server on rsiw0 in ns B; waits until it listens.
 serve() {
@@ -265,9 +269,11 @@ known() { [[ " $HOSTILE_KNOWN " == *" $1 "* ]] && [ -z "${HOSTILE_STRICT:-}" ]; 
 # a server or a module setting of their own, and the init_* ones, run one
 # by one.
 SOLO=" marker_mismatch marker_fpduptr_low_bits read_resp_after_flush mpa_close_after_reply responder_waits_first_fpdu mpa_p2p_responder_holds mpa_p2p_read_rtr_ird_0 "
-BATCH=() REST=()
+BATCH=() REST=() FRMR=()
 for s in "${SCEN[@]}"; do
-	if [[ $s == init_* || $SOLO == *" $s "* ]] ||
+	if [[ "$FRMR_SCEN" == *" $s "* ]]; then
+		FRMR+=("$s")
+	elif [[ $s == init_* || $SOLO == *" $s "* ]] ||
 		{ [ "$HOSTILE_SERVER" = rping ] && [[ "$TABLE_SCEN" == *" $s "* ]]; }; then
 		REST+=("$s")
 	else
@@ -275,30 +281,22 @@ for s in "${SCEN[@]}"; do
 	fi
 done
 
-ktap_set_plan $((${#SCEN[@]} + 5 + (${#BATCH[@]} > 0)))
+ktap_set_plan $((${#SCEN[@]} + 5 + (${#BATCH[@]} > 0) + (${#FRMR[@]} > 0)))
 
 check "setup: topology, rsiw0 in ns B, siw0 and rsiw1 (vc) in ns A" eval \
 	'topo_up && load_rsiw $HOSTILE_MODPARAMS && load_siw && add_dev "$NS_B" rsiw0 rsiw vb && add_dev "$NS_A" siw0 siw va && init_topo'
 
-# batch: the shared run. One KTAP line per scenario, from hostile-peer's
-# verdict and the kernel reports logged while it ran (hostile-peer --kmsg
-# logs the start of each; a report logged during a scenario's teardown may
-# show under the next one), then one for the server's verdict on every
-# connection of the run.
-batch() {
-	local args=() s i line cur= hrc=1 src=1 desc
+# batch_report HRC SCENARIO...: one KTAP line per scenario of a shared
+# hostile-peer run (exit status HRC), from its verdicts in $WORK/batch.out
+# and the kernel reports in $WORK/batch.kmsg (kmsg_scoped: hostile-peer
+# --kmsg logs the start of each; a report logged during a scenario's
+# teardown may show under the next one). The reports logged before the
+# first scenario are left in BATCH_KBAD.
+batch_report() {
+	local hrc=$1 s i line cur= desc
+	shift
 	local -A verdict why kbad
 	local scope_re='rsiw-scope: hostile ([^ ]+)' ok_re='^ok ([0-9]+) ' notok_re='^not ok ([0-9]+) [^ ]+ # (.*)$'
-	for s in "${BATCH[@]}"; do args+=(--scenario "$s"); done
-	kmsg_mark
-	: >"$WORK/batch.out"
-	if serve >"$WORK/batch.server" 2>&1; then
-		in_a "$HP" --target "$IP_B:$PORT" --timeout "$HOSTILE_TIMEOUT" --kmsg "${args[@]}" >"$WORK/batch.out" 2>&1
-		hrc=$?
-		unserve >>"$WORK/batch.server" 2>&1
-		src=$?
-	fi
-	kmsg_scoped >"$WORK/batch.kmsg"
 	while IFS= read -r line; do
 		if [[ $line =~ $scope_re ]]; then
 			cur=${BASH_REMATCH[1]}
@@ -314,16 +312,17 @@ batch() {
 			why[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
 		fi
 	done <"$WORK/batch.out"
-	for i in "${!BATCH[@]}"; do
-		s=${BATCH[$i]}
+	i=0
+	for s in "$@"; do
+		i=$((i + 1))
 		desc="hostile: $s"
 		if [ -n "${kbad[$s]:-}" ]; then
 			printf '%s' "${kbad[$s]}"
 			ktap_test_fail "$desc"
-		elif [ "${verdict[$((i + 1))]:-}" = ok ]; then
+		elif [ "${verdict[$i]:-}" = ok ]; then
 			ktap_test_pass "$desc"
 		else
-			echo "# ${why[$((i + 1))]:-no verdict from hostile-peer (exit $hrc)}"
+			echo "# ${why[$i]:-no verdict from hostile-peer (exit $hrc)}"
 			if known "$s"; then
 				ktap_test_skip "$desc (known rsiw bug, issue 7)"
 			else
@@ -331,11 +330,29 @@ batch() {
 			fi
 		fi
 	done
+	BATCH_KBAD=${kbad[-]:-}
+}
+
+# batch: the shared run. One KTAP line per scenario (batch_report), then
+# one for the server's verdict on every connection of the run.
+batch() {
+	local args=() s hrc=1 src=1 desc
+	for s in "${BATCH[@]}"; do args+=(--scenario "$s"); done
+	kmsg_mark
+	: >"$WORK/batch.out"
+	if serve >"$WORK/batch.server" 2>&1; then
+		in_a "$HP" --target "$IP_B:$PORT" --timeout "$HOSTILE_TIMEOUT" --kmsg "${args[@]}" >"$WORK/batch.out" 2>&1
+		hrc=$?
+		unserve >>"$WORK/batch.server" 2>&1
+		src=$?
+	fi
+	kmsg_scoped >"$WORK/batch.kmsg"
+	batch_report "$hrc" "${BATCH[@]}"
 	desc="hostile: one server through the ${#BATCH[@]} scenarios above: every connection's memory intact, kernel log clean"
-	if [ $src = 0 ] && [ -z "${kbad[-]:-}" ]; then
+	if [ $src = 0 ] && [ -z "$BATCH_KBAD" ]; then
 		ktap_test_pass "$desc"
 	else
-		printf '%s' "${kbad[-]:-}"
+		printf '%s' "$BATCH_KBAD"
 		grep -v '^ok ' "$WORK/batch.server" | tail -n 20 | sed 's/^/# /'
 		ktap_test_fail "$desc"
 	fi
@@ -383,6 +400,68 @@ for s in "${REST[@]}"; do
 		check "hostile: $s" scenario "$s"
 	fi
 done
+
+# The "[kernel FRMR]" scenarios: the consumer is a kernel ULP, the test
+# module tests/kmod/rsiw_frmr_test.ko (built by `make module`), an
+# rdma_cm server on rsiw0 in ns B whose memory is a fast registration MR;
+# the scenarios end its registration through the module's parameter
+# "ctl" (Local Invalidate, ib_dereg_mr) in the middle of a Write or a Read
+# Response. One KTAP line per scenario (batch_report), then one for the
+# module: every invalidated buffer unchanged when its connection ended,
+# connections gone, unloaded.
+# (3-4 s on the standard kernel, 7 s on the debug kernel; 19 and 70 s
+# against a module that fails them, which runs into the timeouts.)
+FRMR_KO=${RSIW_FRMR_KO:-$RSIW_REPO/tests/kmod/rsiw_frmr_test.ko}
+FRMR_PARAMS=/sys/module/rsiw_frmr_test/parameters
+FPORT=7193
+frmr_module() {
+	local args=() s hrc=1 ok=1 n conns=1 checked=0 corrupt=0 desc
+	for s in "${FRMR[@]}"; do args+=(--scenario "$s"); done
+	kmsg_mark
+	: >"$WORK/batch.out"
+	if [ ! -f "$FRMR_KO" ] || [ "$FRMR_KO" -ot "$RSIW_REPO/tests/kmod/rsiw_frmr_test.c" ]; then
+		echo "# $FRMR_KO is missing or older than its source (make module builds it)"
+		ok=0
+	elif in_b insmod "$FRMR_KO" addr="$IP_B" port=$FPORT && wait_listen "$NS_B" $FPORT; then
+		in_a "$HP" --target "$IP_B:$FPORT" --timeout "$HOSTILE_TIMEOUT" --kmsg "${args[@]}" >"$WORK/batch.out" 2>&1
+		hrc=$?
+		# each connection checks its buffer once more as it ends
+		for _ in $(seq $((10 * $(tmo 10)))); do
+			read -r conns <"$FRMR_PARAMS/conns"
+			[ "$conns" = 0 ] && break
+			snooze 0.1
+		done
+		read -r checked <"$FRMR_PARAMS/checked"
+		read -r corrupt <"$FRMR_PARAMS/corrupt"
+		rmmod rsiw_frmr_test || ok=0
+	else
+		echo "# the test module did not load or listen on $IP_B:$FPORT"
+		ok=0
+	fi
+	kmsg_scoped >"$WORK/batch.kmsg"
+	batch_report "$hrc" "${FRMR[@]}"
+	n=${#FRMR[@]}
+	echo "# rsiw_frmr_test: $checked checks of invalidated buffers, $corrupt corrupted, $conns connections left"
+	# (every scenario invalidates its MR, which the end of its connection
+	# checks, and most scenarios before)
+	[ "$conns" = 0 ] && [ "$corrupt" = 0 ] && [ "$checked" -ge "$n" ] || ok=0
+	desc="hostile: the kernel FRMR module through the $n scenarios above: every invalidated buffer intact, connections gone, unloaded, kernel log clean"
+	if [ $ok = 1 ] && [ -z "$BATCH_KBAD" ]; then
+		ktap_test_pass "$desc"
+	else
+		printf '%s' "$BATCH_KBAD"
+		ktap_test_fail "$desc"
+	fi
+}
+if [ ${#FRMR[@]} -gt 0 ]; then
+	if budget_spent "hostile: kernel FRMR"; then
+		for s in "${FRMR[@]}" module; do ktap_test_skip "hostile: $s ($BUDGET_SKIP)"; done
+	else
+		t0=$SECONDS
+		frmr_module
+		echo "# the ${#FRMR[@]} kernel FRMR scenarios and the module took $((SECONDS - t0)) s"
+	fi
+fi
 
 mutations() {
 	serve || return 1

@@ -405,13 +405,26 @@ impl Peer {
     }
 
     /// A short account of everything received.
+    /// (A run of one kind of FPDU shows once, counted: "RDMA_READ_RESP x 40".)
     pub fn summary(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
-        for s in &self.sink.segs {
-            match s.term() {
-                Some(t) => parts.push(format!("TERMINATE {}", code_str(t.code))),
-                None => parts.push(s.hdr.opcode.name().to_string()),
+        let mut run = 1;
+        for (i, s) in self.sink.segs.iter().enumerate() {
+            let part = match s.term() {
+                Some(t) => format!("TERMINATE {}", code_str(t.code)),
+                None => s.hdr.opcode.name().to_string(),
+            };
+            let next = self.sink.segs.get(i + 1);
+            if next.is_some_and(|n| n.term().is_none() && n.hdr.opcode == s.hdr.opcode) {
+                run += 1;
+                continue;
             }
+            parts.push(if run > 1 {
+                format!("{part} x {run}")
+            } else {
+                part
+            });
+            run = 1;
         }
         if let Some(e) = self.rx_error {
             parts.push(format!("undecodable stream ({})", e.name()));

@@ -24,7 +24,9 @@ use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
-use crate::stall::{read_stalled_dereg, write_split_dereg};
+use crate::stall::{
+    frmr_read_stalled_dereg, frmr_write_split_inval, read_stalled_dereg, write_split_dereg,
+};
 use crate::termcheck;
 
 pub struct Ctx {
@@ -286,6 +288,14 @@ pub const ALL: &[Scenario] = &[
         "[STag table] an RDMA Read of the canary's 512 KiB stall MR that we leave unread (TCP's window closes); the canary deregisters the MR and overwrites it: expect only octets from before, then TERMINATE RDMAP invalid STag or a close"
     ),
     sc!(
+        frmr_write_split_inval,
+        "[kernel FRMR] write_split_dereg against tests/kmod/rsiw_frmr_test.ko: a fast registration MR that the kernel consumer invalidates (Local Invalidate) after the first half, then reuses: expect TERMINATE DDP invalid STag for the rest and the module's buffer unchanged"
+    ),
+    sc!(
+        frmr_read_stalled_dereg,
+        "[kernel FRMR] read_stalled_dereg against tests/kmod/rsiw_frmr_test.ko: a Read of its 512 KiB fast registration MR left unread; the module deregisters the MR (ib_dereg_mr) and overwrites the pages: expect only octets from before, then TERMINATE RDMAP invalid STag or a close"
+    ),
+    sc!(
         mpa_p2p_zero_send_after_rtr,
         "[STag table] peer-to-peer with the Write RTR, then a zero length Send in the same segment: only the first FPDU is the RTR, so the Send takes a receive (a Send after the table draws TERMINATE DDP no buffer)"
     ),
@@ -307,12 +317,26 @@ pub(crate) fn establish(ctx: &Ctx, req: &ReqSpec) -> Result<Peer, String> {
 
 /// [`establish`], also returning the Reply's IRD/ORD data.
 fn establish_io(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Option<IrdOrd>), String> {
+    establish_all(ctx, req).map(|(p, io, _)| (p, io))
+}
+
+/// [`establish`], also returning the Reply's private data (after the
+/// IRD/ORD data).
+pub(crate) fn establish_pdata(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Vec<u8>), String> {
+    establish_all(ctx, req).map(|(p, _, pd)| (p, pd))
+}
+
+fn establish_all(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Option<IrdOrd>, Vec<u8>), String> {
     let mut p = match req.rcvbuf {
         Some(b) => Peer::connect_small_window(ctx.target, b)?,
         None => Peer::connect(ctx.target)?,
     };
     match p.mpa(req, ctx.t)? {
-        MpaOutcome::Reply { hdr, ird_ord, .. } if !hdr.reject => {
+        MpaOutcome::Reply {
+            hdr,
+            ird_ord,
+            pdata,
+        } if !hdr.reject => {
             let crc = hdr.crc || req.crc;
             p.start_fpdus(
                 MpaMode {
@@ -324,7 +348,7 @@ fn establish_io(ctx: &Ctx, req: &ReqSpec) -> Result<(Peer, Option<IrdOrd>), Stri
                     crc,
                 },
             );
-            Ok((p, ird_ord))
+            Ok((p, ird_ord, pdata))
         }
         o => Err(format!("MPA exchange failed: {o}")),
     }
