@@ -116,7 +116,6 @@ pub(crate) fn create_listen(
     }
     sock.bind(&laddr)?;
     let backlog = backlog.max(1);
-    sock.listen(backlog)?;
     let id = HeldId::new(
         ids,
         id,
@@ -136,7 +135,15 @@ pub(crate) fn create_listen(
         }),
         GFP_KERNEL,
     )?;
+    // The upcalls first, then listen (as siw): a connection that completes
+    // as soon as the socket listens must wake the listener. Attached after
+    // `listen`, such a connection waited in the accept queue, its MPA
+    // Request unread, until another one came (or its initiator gave up).
     l.sock.attach(l.clone())?;
+    if let Err(e) = l.sock.listen(backlog) {
+        l.sock.detach();
+        return Err(e);
+    }
     Ok(l)
 }
 
