@@ -24,6 +24,9 @@
 //! - `listener`: listening sockets (`iw_create_listen`);
 //! - `ids`: the CM ids rsiw holds on a device ([`CmIds`]), each entered
 //!   with its details while held;
+//! - `pending`: a device's responder endpoints before their connection
+//!   has a CM id of its own ([`Pending`]), which the CM's accept or reject
+//!   finds by key and which close with their listener or device;
 //! - `details`: what such an id shows in `rdma resource show cm_id -dd`.
 //!
 //! # Locks
@@ -36,10 +39,13 @@
 //!    see [`crate::qp`]).
 //! 2. Leaves, under which nothing is taken, never held together:
 //!    `CmDetails::now` (mutex), what a CM id shows, updated under the
-//!    phase and read by the resource dump alone; and [`CmIds`]' `slots`
+//!    phase and read by the resource dump alone; [`CmIds`]' `slots`
 //!    (irqsave spinlock), the device's registry, taken as an id is held or
 //!    let go (under the phase, or alone: a listener may go anywhere) and
-//!    by the dump, which copies an entry out and reads its details after.
+//!    by the dump, which copies an entry out and reads its details after;
+//!    and [`Pending`]'s `entries` (mutex), taken as an endpoint is entered
+//!    or leaves (under its phase, or alone) and alone to find or close
+//!    endpoints (an endpoint is taken out before its phase is locked).
 //!
 //! [`Conn`]: crate::qp::Conn
 
@@ -69,6 +75,7 @@ mod establish;
 mod ids;
 mod listener;
 mod mpa;
+mod pending;
 mod phase;
 
 pub(crate) use accept::{accept, reject};
@@ -76,6 +83,7 @@ pub(crate) use connect::connect;
 pub use ids::CmIds;
 pub use listener::Listener;
 pub(crate) use listener::{create_listen, destroy_listen};
+pub use pending::Pending;
 
 use phase::{Connected, Phase};
 
@@ -96,7 +104,8 @@ pub struct Cep {
     /// The peer's RTR arrived (peer-to-peer responder).
     rtr_seen: AtomicBool,
     /// The timeout fired: during the MPA exchange, the work item fails
-    /// it; once connected, it checks the peer's silence (`wake_peer`).
+    /// it; while the CM's answer to a Request is awaited, it refuses the
+    /// request; once connected, it checks the peer's silence (`wake_peer`).
     timed_out: AtomicBool,
     #[pin]
     work: Work<Cep>,
@@ -190,6 +199,11 @@ impl Cep {
         }
     }
 
+    /// The endpoint's listener or device goes (see [`Phase::abandon`]).
+    fn abandon(&self) {
+        self.phase.lock().abandon();
+    }
+
     /// Schedules the endpoint's work.
     fn kick(self: &Arc<Self>) {
         let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
@@ -207,7 +221,9 @@ impl Cep {
                     phase.read_mpa(self);
                 }
             }
-            Phase::AwaitAccept(_) => phase.drop_if_peer_gone(),
+            Phase::AwaitAccept(_) => {
+                phase.drop_if_peer_gone(self.timed_out.load(Ordering::Acquire));
+            }
             Phase::Rdma(_) if self.close_req.load(Ordering::Acquire) => {
                 drop(phase);
                 self.close(false);
@@ -261,15 +277,12 @@ impl Cep {
             ord: 0,
         };
         if remote {
-            let _ = id.event::<Cep>(&base, None);
+            let _ = id.event(&base);
         }
-        let _ = id.event::<Cep>(
-            &CmEvent {
-                kind: CmEventKind::Close,
-                ..base
-            },
-            None,
-        );
+        let _ = id.event(&CmEvent {
+            kind: CmEventKind::Close,
+            ..base
+        });
     }
 }
 

@@ -15,7 +15,7 @@ use kernel::{
 };
 
 use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, Rsiw, NODE_DESC};
-use crate::cm::CmIds;
+use crate::cm::{CmIds, Pending};
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
     net::{NetDev, NetdevEvent},
@@ -25,7 +25,7 @@ use crate::mem;
 use crate::qp::{counter::Counters, Qp};
 
 /// Per-device state.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub struct Device {
     /// Hardware address of the net device at creation (the GID).
     pub mac: [u8; 6],
@@ -50,10 +50,25 @@ pub struct Device {
     /// The CM ids the connection manager holds, with what each shows in
     /// `rdma resource show cm_id -dd` (its lock: see [`crate::cm`]).
     pub cm_ids: Arc<CmIds>,
+    /// The responder endpoints without a connection yet (awaiting their
+    /// MPA Request or the CM's accept or reject), closed as the device
+    /// goes.
+    pub cm_pending: Arc<Pending>,
     /// The per-QP counter sets (`rdma statistic qp`). Taken before a
     /// QP's `tx` and `rx` locks, never while holding one.
     #[pin]
     pub counters: Mutex<Counters>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for Device {
+    fn drop(self: Pin<&mut Self>) {
+        // Every listener was destroyed before (and closed its endpoints),
+        // but a connect request the CM dropped unanswered may have had no
+        // listener any more: nothing of the device may outlive it with a
+        // socket that calls into rsiw (module unload follows).
+        self.cm_pending.close_all();
+    }
 }
 
 /// Source of device ids; each new device takes the next.
@@ -93,6 +108,7 @@ impl LinkDriver for Link {
         let quotas = Arc::new(Quotas::new(), GFP_KERNEL)?;
         let settings = Arc::new(Settings::new(), GFP_KERNEL)?;
         let cm_ids = Arc::pin_init(CmIds::new(), GFP_KERNEL)?;
+        let cm_pending = Arc::pin_init(Pending::new(), GFP_KERNEL)?;
         let dev = try_pin_init!(Device {
             mac,
             dev_id,
@@ -104,6 +120,7 @@ impl LinkDriver for Link {
             stats,
             settings,
             cm_ids,
+            cm_pending,
             counters <- new_mutex!(Counters::new(), "rsiw::Device::counters"),
         }? Error);
         let setup = DeviceSetup {

@@ -11,7 +11,7 @@ use kernel::{prelude::*, str::CStr, sync::Arc};
 use crate::base::{
     eui64, limits, settings::Setting, stats, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID,
 };
-use crate::cm::{self, Cep, Listener};
+use crate::cm::{self, Listener};
 use crate::cq::Cq;
 use crate::device::Device as RsiwDevice;
 use crate::kif::{
@@ -20,7 +20,7 @@ use crate::kif::{
         attr::{DeviceCaps, Mtu, PortInfo},
         cq::CreateCq,
         handle::QpHandle,
-        iwcm::{CmId, CmIdKey, ConnParam},
+        iwcm::{CmId, CmIdKey, ConnParam, RequestKey},
         mr::{RegUserMr, ReregUserMr},
         qp::{CreateQp, QpModify, QpQuery},
         restrack::ResDetails,
@@ -47,7 +47,6 @@ impl Driver for Rsiw {
     type Srq = Srq;
     type Mr = Mr;
     type Listener = Listener;
-    type Cep = Cep;
 
     // Stock libsiw drives rsiw devices.
     const DRIVER_ID: DriverId = DriverId::Siw;
@@ -232,17 +231,18 @@ impl Driver for Rsiw {
         cm::connect(qp, id, p, &dev.settings.policy(), &dev.cm_ids)
     }
 
-    fn iw_accept(dev: &Device<Self>, cep: Arc<Cep>, id: CmId, p: ConnParam) -> Result {
-        let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        cm::accept(qp, cep, id, p, &dev.cm_ids)
+    fn iw_accept(dev: &Device<Self>, req: RequestKey, id: CmId, p: ConnParam) -> Result {
+        let qp = dev.qp_xa.get(p.qpn);
+        cm::accept(&dev.cm_pending, req, qp, id, p, &dev.cm_ids)
     }
 
-    fn iw_reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
-        cm::reject(cep, pdata)
+    fn iw_reject(dev: &Device<Self>, req: RequestKey, pdata: &[u8]) -> Result {
+        cm::reject(&dev.cm_pending, req, pdata)
     }
 
     fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
-        cm::create_listen(dev.ifindex, dev.settings.clone(), id, backlog, &dev.cm_ids)
+        let (ids, pending) = (&dev.cm_ids, &dev.cm_pending);
+        cm::create_listen(dev.ifindex, dev.settings.clone(), id, backlog, ids, pending)
     }
 
     fn iw_destroy_listen(l: Arc<Listener>) {

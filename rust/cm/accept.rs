@@ -5,10 +5,13 @@
 //! section 7.1, RFC 6581 IRD/ORD and RTR) and moves the QP to RTS;
 //! `iw_reject` answers it with a reject Reply.
 
+use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::limits;
-use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
+use crate::kif::compat::delayed_work::Timeout;
+use crate::kif::params;
+use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam, RequestKey};
 use crate::qp::Qp;
 use crate::wire::connect::{
     max_user_pdata, FrameKind, IrdOrd, MpaRr, RtrType, RES_LARGE_FPDU, REVISION_1, REVISION_2,
@@ -18,6 +21,7 @@ use super::details::Role;
 use super::establish::{establish, PerDir, Rtr, Terms};
 use super::ids::{CmIds, HeldId};
 use super::mpa::{send_rr, Peer};
+use super::pending::Pending;
 use super::phase::{Connected, Established, Incoming, Phase, Requested};
 use super::Cep;
 
@@ -138,10 +142,16 @@ impl Requested {
 
 impl Phase {
     /// Responder: the peer's MPA Request arrived: goes to the CM as
-    /// CONNECT_REQUEST on the listener's id, naming this endpoint, and the
-    /// endpoint waits for the CM's accept or reject.
+    /// CONNECT_REQUEST on the listener's id, named by this endpoint's key,
+    /// and the endpoint waits for the CM's accept or reject, for at most
+    /// `cm_accept_timeout` seconds.
     pub(super) fn on_request(&mut self, cep: &Arc<Cep>, peer: Peer) -> Result {
-        let Some(Incoming { mpa, listener }) = self.take_incoming() else {
+        let Some(Incoming {
+            mpa,
+            listener,
+            entry,
+        }) = self.take_incoming()
+        else {
             return Err(EINVAL);
         };
         let addrs = (mpa.sock.local_addr()?, mpa.sock.peer_addr()?);
@@ -166,18 +176,24 @@ impl Phase {
             ird: ord.min(255) as u8,
             ord: ird.min(255) as u8,
         };
-        listener.id.event(&ev, Some(cep.clone()))?;
+        listener.id.connect_request(&ev, entry.key())?;
         let policy = listener.settings.policy();
         // The CM made its own id for this connection; holding the
         // listener (and its id) any longer would block the listener's
         // destruction while the request waits for accept or reject.
         drop(listener);
+        // The Request's timeout is gone (`Exchange::read`): what it may
+        // have flagged is stale.
+        cep.timed_out.store(false, Ordering::Release);
+        let ms = params::cm_accept_timeout().saturating_mul(1000);
         *self = Phase::AwaitAccept(Requested {
             sock: mpa.sock,
             peer,
             ird,
             ord,
             policy,
+            entry,
+            timeout: Timeout::arm(cep, ms).ok(),
         });
         Ok(())
     }
@@ -197,14 +213,24 @@ impl Phase {
             ird_ord,
             terms,
         } = req.reply(p)?;
-        let req = self.take_requested().ok_or(EINVAL)?;
-        send_rr(&req.sock, hdr, ird_ord, &p.pdata)?;
+        let Requested {
+            sock,
+            entry,
+            timeout,
+            ..
+        } = self.take_requested().ok_or(EINVAL)?;
+        // No longer pending; and the timeout goes before the silence
+        // checks of the connection (`timed_out` is theirs from now on).
+        drop(entry);
+        drop(timeout);
+        cep.timed_out.store(false, Ordering::Release);
+        send_rr(&sock, hdr, ird_ord, &p.pdata)?;
         let est = Established {
-            addrs: (req.sock.local_addr()?, req.sock.peer_addr()?),
+            addrs: (sock.local_addr()?, sock.peer_addr()?),
             ird: terms.ird,
             ord: terms.ord,
         };
-        establish(cep, &qp, req.sock, CmId::clone(&id), &terms)?;
+        establish(cep, &qp, sock, CmId::clone(&id), &terms)?;
         let pending = if terms.rtr == Rtr::Await {
             Some(est)
         } else {
@@ -224,7 +250,7 @@ impl Phase {
     /// Refuses the Request waiting for the CM: sends the reject Reply with
     /// `pdata` and closes. An endpoint in another phase (closed, its peer
     /// gone) stays as it is.
-    fn reject(&mut self, pdata: &[u8]) {
+    pub(super) fn reject(&mut self, pdata: &[u8]) {
         let Some(req) = self.take_requested() else {
             return;
         };
@@ -236,27 +262,50 @@ impl Phase {
     }
 }
 
-/// `iw_accept`: answer the connect request of `cep` and move `qp` (the QP
-/// `p.qpn` names) to RTS; the id is held in the device's `ids`.
+/// `iw_accept`: answer the connect request `key` of the device's
+/// `pending` endpoints and move `qp` (the QP `p.qpn` names, if there is
+/// one) to RTS; the id is held in the device's `ids`. The CM answers a
+/// request once: after a failure it is refused. `ECONNABORTED` for a
+/// request that is gone (its peer, listener or timeout closed it).
 pub(crate) fn accept(
-    qp: Arc<Qp>,
-    cep: Arc<Cep>,
+    pending: &Pending,
+    key: RequestKey,
+    qp: Option<Arc<Qp>>,
     id: CmId,
     p: ConnParam,
     ids: &Arc<CmIds>,
 ) -> Result {
-    let id = HeldId::new(ids, id, Role::Responder { qpn: qp.id() })?;
+    let cep = pending
+        .find(key)
+        .ok_or_else(crate::kif::compat::error::econnaborted)?;
     let mut phase = cep.phase.lock();
-    phase.accept(&cep, qp, id, &p)
+    let r = match qp {
+        Some(qp) => HeldId::new(ids, id, Role::Responder { qpn: qp.id() })
+            .and_then(|id| phase.accept(&cep, qp, id, &p)),
+        None => Err(EINVAL),
+    };
+    if r.is_err() {
+        // (nothing, if the failure came after our Reply: closed then)
+        phase.reject(&[]);
+    }
+    r
 }
 
-/// `iw_reject`: refuse a connect request with private data.
-pub(crate) fn reject(cep: Arc<Cep>, pdata: &[u8]) -> Result {
-    // (the reject Reply has no IRD/ORD data) More than fits is the
-    // caller's error, not something to cut silently.
-    if pdata.len() > max_user_pdata(false) {
-        return Err(EINVAL);
+/// `iw_reject`: refuse the connect request `key` of the device's `pending`
+/// endpoints with private data `pdata`. More than fits is the caller's
+/// error (`EINVAL`); the request is refused all the same, without it (the
+/// CM answers a request once). A request that is gone was refused as it
+/// went.
+pub(crate) fn reject(pending: &Pending, key: RequestKey, pdata: &[u8]) -> Result {
+    let Some(cep) = pending.find(key) else {
+        return Ok(());
+    };
+    // (the reject Reply has no IRD/ORD data)
+    let fits = pdata.len() <= max_user_pdata(false);
+    cep.phase.lock().reject(if fits { pdata } else { &[] });
+    if fits {
+        Ok(())
+    } else {
+        Err(EINVAL)
     }
-    cep.phase.lock().reject(pdata);
-    Ok(())
 }

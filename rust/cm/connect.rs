@@ -154,7 +154,7 @@ pub(super) fn report_reply(
         ird: ird.min(255) as u8,
         ord: ord.min(255) as u8,
     };
-    let _ = id.event::<Cep>(&ev, None);
+    let _ = id.event(&ev);
 }
 
 impl Phase {

@@ -26,6 +26,7 @@ use super::establish::Terms;
 use super::ids::HeldId;
 use super::listener::Listener;
 use super::mpa::Peer;
+use super::pending::Entered;
 use super::Cep;
 
 /// Where an endpoint is in its life.
@@ -61,6 +62,8 @@ pub(super) struct Incoming {
     pub(super) mpa: Exchange,
     /// The listener whose CM id gets the Request.
     pub(super) listener: Arc<Listener>,
+    /// The endpoint's place among the device's pending endpoints.
+    pub(super) entry: Entered,
 }
 
 /// Responder: a complete Request the CM has not answered yet.
@@ -77,6 +80,12 @@ pub(super) struct Requested {
     pub(super) ord: u32,
     /// The device's settings when the Request arrived.
     pub(super) policy: MpaPolicy,
+    /// The endpoint's place among the device's pending endpoints (the
+    /// CM's answer finds it there by its key).
+    pub(super) entry: Entered,
+    /// Limits the wait for the CM's answer (`cm_accept_timeout`; `None`
+    /// if arming it failed).
+    pub(super) timeout: Option<Timeout<Cep>>,
 }
 
 /// Initiator: our Request is out, until the Reply is complete.
@@ -130,7 +139,7 @@ impl Established {
             ird: self.ird.min(255) as u8,
             ord: self.ord.min(255) as u8,
         };
-        let _ = id.event::<Cep>(&ev, None);
+        let _ = id.event(&ev);
     }
 }
 
@@ -243,13 +252,29 @@ impl Phase {
     }
 
     /// Responder waiting for accept or reject: if the peer gave up, the
-    /// socket goes (a later accept or reject finds the endpoint closed).
-    pub(super) fn drop_if_peer_gone(&mut self) {
+    /// socket goes; if the CM's answer took too long (`timed_out`), the
+    /// request is refused (a later accept or reject finds neither).
+    pub(super) fn drop_if_peer_gone(&mut self, timed_out: bool) {
         if let Phase::AwaitAccept(r) = self {
             if matches!(r.sock.state(), TcpState::Closed | TcpState::CloseWait) {
                 // Dropping the socket detaches the endpoint and closes it.
                 *self = Phase::Closed;
+            } else if timed_out {
+                pr_debug!("connect request not answered in time: rejected\n");
+                self.reject(&[]);
             }
+        }
+    }
+
+    /// The endpoint's listener or device goes: a responder that waits for
+    /// the peer's Request closes, one whose Request waits for the CM's
+    /// answer is refused. Other phases stay.
+    pub(super) fn abandon(&mut self) {
+        match self {
+            // Dropping the socket detaches the endpoint and closes it.
+            Phase::AwaitRequest(_) => *self = Phase::Closed,
+            Phase::AwaitAccept(_) => self.reject(&[]),
+            _ => {}
         }
     }
 

@@ -51,3 +51,11 @@ pub fn mpa_responder_waits() -> bool {
     // SAFETY: the glue function only does a READ_ONCE of a module global.
     unsafe { super::glue::rsiw_mpa_responder_waits() }
 }
+
+/// How long a connect request may wait for the CM's accept or reject
+/// before rsiw rejects it itself, in seconds (`cm_accept_timeout=`, 1 to
+/// 3600; the C glue refuses other values).
+pub fn cm_accept_timeout() -> u32 {
+    // SAFETY: the glue function only does a READ_ONCE of a module global.
+    unsafe { super::glue::rsiw_cm_accept_timeout() }
+}

@@ -68,6 +68,31 @@ module_param_cb(mpa_max_fpdu, &mpa_max_fpdu_ops, &mpa_max_fpdu, 0644);
 MODULE_PARM_DESC(mpa_max_fpdu,
 		 "Payload octets of the largest FPDU sent when large FPDUs are in use: 512 to 65507 (default 32768)");
 
+/*
+ * How long a connect request may wait for the CM's accept or reject
+ * before rsiw rejects it itself (seconds).
+ */
+static uint cm_accept_timeout = 60;
+
+static int cm_accept_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, 3600);
+}
+
+static const struct kernel_param_ops cm_accept_timeout_ops = {
+	.set = cm_accept_timeout_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(cm_accept_timeout, &cm_accept_timeout_ops, &cm_accept_timeout, 0644);
+MODULE_PARM_DESC(cm_accept_timeout,
+		 "Seconds a connect request may wait for accept or reject before rsiw rejects it: 1 to 3600 (default 60)");
+
+u32 rsiw_cm_accept_timeout(void)
+{
+	return READ_ONCE(cm_accept_timeout);
+}
+
 u32 rsiw_mpa_max_fpdu(void)
 {
 	return READ_ONCE(mpa_max_fpdu);

@@ -107,7 +107,7 @@ static struct rdma_cm_id *lid;
 static struct conn *cs;
 static int ncs;
 static uint32_t gen;
-static int started, active, ready, finished, good, failed, aborting, inuse, refused, dflush;
+static int started, active, ready, finished, good, failed, aborting, inuse, dflush;
 static uint64_t nrounds, bytes;
 static int status;
 static time_t last_progress, t_start;
@@ -735,20 +735,6 @@ static void cm_event(void)
 			if (rdma_connect(c->id, &cp)) {
 				int n = c->conn;
 
-				/*
-				 * -E also retries (up to 50) connects refused
-				 * outright (a reset to the SYN): seen on the
-				 * debug kernel for the first few connects after
-				 * a new listener, cause not yet known; counted
-				 * and reported.
-				 */
-				if (errno == ECONNREFUSED && o.retry_inuse && refused < 50) {
-					refused++;
-					teardown(c);
-					finished--;
-					start_conn(n);
-					break;
-				}
 				if (errno == EADDRINUSE && o.retry_inuse) {
 					/* counted and retried (-E) */
 					inuse++;
@@ -835,7 +821,7 @@ static void usage(void)
 		"  -c concurrent connections, -r rounds per connection (-R: random 1..r),\n"
 		"  -k up to k sends per round, -B start rounds when all -n are up,\n"
 		"  -o operations: s(ends; always) w(rites) r(eads), -T tolerant of lost connections,\n"
-		"  -E retry a connect that fails with EADDRINUSE or ECONNREFUSED (counted, reported)\n"
+		"  -E retry a connect that fails with EADDRINUSE (counted, reported)\n"
 		"  -w fail after this many seconds without progress, -t overall limit\n");
 	exit(2);
 }
@@ -975,8 +961,6 @@ int main(int argc, char **argv)
 	    (unsigned long long)bytes, status);
 	if (inuse)
 		msg("EADDRINUSE retries %d", inuse);
-	if (refused)
-		msg("ECONNREFUSED retries %d", refused);
 	if (dflush)
 		msg("DELIVERED BUT FLUSHED %d Sends", dflush);
 	if (!o.strict && status == 2)

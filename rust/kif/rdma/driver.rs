@@ -15,7 +15,7 @@ use super::{
     attr::{DeviceCaps, PortInfo},
     cq::CreateCq,
     handle::QpHandle,
-    iwcm::{CmId, CmIdKey, ConnParam},
+    iwcm::{CmId, CmIdKey, ConnParam, RequestKey},
     mr::{RegUserMr, ReregUserMr},
     qp::{CreateQp, QpModify, QpQuery},
     srq::{CreateSrq, SrqAttr},
@@ -97,8 +97,6 @@ pub trait Driver: Sized + 'static {
     type Mr: Send + Sync;
     /// A listening endpoint of the iWARP CM.
     type Listener: Send + Sync;
-    /// A connection endpoint awaiting `iw_accept` or `iw_reject`.
-    type Cep: Send + Sync;
 
     /// The driver id user space matches its provider by.
     const DRIVER_ID: DriverId;
@@ -238,12 +236,14 @@ pub trait Driver: Sized + 'static {
     fn iw_connect(_dev: &Device<Self>, _id: CmId, _p: ConnParam) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
-    /// Accepts a connect request.
-    fn iw_accept(_dev: &Device<Self>, _cep: Arc<Self::Cep>, _id: CmId, _p: ConnParam) -> Result {
+    /// Accepts the connect request `req` (the key the driver gave it in
+    /// [`CmId::connect_request`]). After an error the CM no longer
+    /// answers the request (its id goes back to idle).
+    fn iw_accept(_dev: &Device<Self>, _req: RequestKey, _id: CmId, _p: ConnParam) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
-    /// Rejects a connect request with private data.
-    fn iw_reject(_cep: Arc<Self::Cep>, _pdata: &[u8]) -> Result {
+    /// Rejects the connect request `req` with private data.
+    fn iw_reject(_dev: &Device<Self>, _req: RequestKey, _pdata: &[u8]) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// Starts listening on the id's local address.

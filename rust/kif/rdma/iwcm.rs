@@ -3,10 +3,10 @@
 //! The iWARP connection manager interface (`iw_cm_id`, `iw_cm_event`):
 //! counted references to CM ids, event delivery to the iWARP CM, the
 //! provider data the CM hands back to the driver (the listener of a listen
-//! id, the connection endpoint of a connect request), and the keys that
-//! name an id without holding it ([`CmIdKey`]).
+//! id, the [`RequestKey`] of a connect request), and the keys that name an
+//! id without holding it ([`CmIdKey`]).
 
-use core::ptr::NonNull;
+use core::{num::NonZeroUsize, ptr::NonNull};
 use kernel::{bindings, prelude::*, sync::Arc};
 
 use crate::kif::sock::SockAddr;
@@ -39,6 +39,27 @@ impl CmIdKey {
     /// The key of the id at `p` (which is not read).
     pub(in crate::kif) fn of(p: *const bindings::iw_cm_id) -> Self {
         Self(p as usize)
+    }
+}
+
+/// What names a connect request the driver reported
+/// ([`CmId::connect_request`]) when the CM answers it (`iw_accept`,
+/// `iw_reject`): a number the driver chose, carried as the provider data of
+/// the CM id the CM makes for the request.
+///
+/// A key, not a reference: the CM may drop a request without ever
+/// answering it (its listener being destroyed while the request's event
+/// waits in the CM's queue, or no memory for the new id), so what a
+/// reference in the provider data held would leak. The driver keeps the
+/// request's endpoint itself and finds it by its key; a key it no longer
+/// knows (the request was closed meanwhile) names nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestKey(NonZeroUsize);
+
+impl RequestKey {
+    /// The key `n`.
+    pub fn new(n: NonZeroUsize) -> Self {
+        Self(n)
     }
 }
 
@@ -158,9 +179,19 @@ impl CmId {
         SockAddr(self.raw().remote_addr)
     }
 
-    /// Delivers `ev` to the CM; `provider` is the endpoint a connect request
-    /// names (handed back in `iw_accept`/`iw_reject`).
-    pub fn event<P: Send + Sync>(&self, ev: &CmEvent<'_>, provider: Option<Arc<P>>) -> Result {
+    /// Delivers `ev` to the CM.
+    pub fn event(&self, ev: &CmEvent<'_>) -> Result {
+        self.deliver(ev, None)
+    }
+
+    /// Delivers the connect request `ev` (of kind
+    /// [`CmEventKind::ConnectRequest`], on a listening id) named `key`: the
+    /// CM's `iw_accept` or `iw_reject` for it comes with that key.
+    pub fn connect_request(&self, ev: &CmEvent<'_>, key: RequestKey) -> Result {
+        self.deliver(ev, Some(key))
+    }
+
+    fn deliver(&self, ev: &CmEvent<'_>, key: Option<RequestKey>) -> Result {
         let kind = match ev.kind {
             CmEventKind::ConnectRequest => bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST,
             CmEventKind::ConnectReply => bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY,
@@ -182,20 +213,15 @@ impl CmId {
         }
         e.ird = ev.ird;
         e.ord = ev.ord;
-        let prov = provider.map(|p| Arc::into_raw(p).cast_mut());
-        if let Some(p) = prov {
-            e.provider_data = p.cast();
+        if let Some(k) = key {
+            // A number, never dereferenced (see `RequestKey`).
+            e.provider_data = k.0.get() as *mut kernel::ffi::c_void;
         }
         let handler = self.raw().event_handler.ok_or(EINVAL)?;
         // SAFETY: the CM's handler for this id; the event and its private
         // data live for the call (the CM copies what it keeps).
         let r = unsafe { handler(self.ptr.as_ptr(), &mut e) };
         if r != 0 {
-            if let Some(p) = prov {
-                // SAFETY: the CM refused the event, so it did not take the
-                // provider reference: give it back.
-                drop(unsafe { Arc::from_raw(p.cast_const()) });
-            }
             return Err(Error::from_errno(r));
         }
         Ok(())
@@ -209,8 +235,7 @@ impl CmId {
     }
 }
 
-/// Takes the provider data of a CM id (set by [`CmId::set_provider`] or
-/// by the CM from a connect request event).
+/// Takes the provider data of a CM id (set by [`CmId::set_provider`]).
 ///
 /// # Safety
 ///
@@ -223,6 +248,21 @@ pub(in crate::kif) unsafe fn take_provider<P: Send + Sync>(
         let d = (*p).provider_data;
         (*p).provider_data = core::ptr::null_mut();
         (!d.is_null()).then(|| Arc::from_raw(d.cast::<P>()))
+    }
+}
+
+/// Takes the key of the connect request a CM id was made for (see
+/// [`RequestKey`]; the CM copied it from the request's event).
+///
+/// # Safety
+///
+/// `p` is a live id that the CM made for a connect request.
+pub(in crate::kif) unsafe fn take_request_key(p: *mut bindings::iw_cm_id) -> Option<RequestKey> {
+    // SAFETY: per the contract.
+    unsafe {
+        let d = (*p).provider_data;
+        (*p).provider_data = core::ptr::null_mut();
+        NonZeroUsize::new(d as usize).map(RequestKey)
     }
 }
 

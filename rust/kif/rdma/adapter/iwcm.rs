@@ -9,7 +9,7 @@ use kernel::{bindings, error::from_result, prelude::*};
 use super::Adapter;
 use crate::kif::glue;
 use crate::kif::rdma::{
-    iwcm::{take_provider, CmId, CmIdKey, ConnParam},
+    iwcm::{take_provider, take_request_key, CmId, CmIdKey, ConnParam},
     object::{slot, QpSlot},
     restrack::ResDetails,
     Device, Driver,
@@ -42,15 +42,15 @@ impl<T: Driver> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// Called by the iWARP CM with the id it made for a connect request, whose
-    /// provider data is the endpoint of that request.
+    /// Called by the iWARP CM with the id it made for a connect request,
+    /// whose provider data is the key of that request.
     pub(super) unsafe extern "C" fn iw_accept(
         id: *mut bindings::iw_cm_id,
         p: *mut bindings::iw_cm_conn_param,
     ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: per the contract.
-            let cep = unsafe { take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
+            let key = unsafe { take_request_key(id) }.ok_or(EINVAL)?;
             // SAFETY: live arguments of this call.
             let (dev, id, p) = unsafe {
                 (
@@ -59,7 +59,7 @@ impl<T: Driver> Adapter<T> {
                     ConnParam::from_raw(p)?,
                 )
             };
-            T::iw_accept(dev, cep, id, p).map(|()| 0)
+            T::iw_accept(dev, key, id, p).map(|()| 0)
         })
     }
 
@@ -75,14 +75,16 @@ impl<T: Driver> Adapter<T> {
     ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: per the contract.
-            let cep = unsafe { take_provider::<T::Cep>(id) }.ok_or(EINVAL)?;
+            let key = unsafe { take_request_key(id) }.ok_or(EINVAL)?;
+            // SAFETY: a live id of a `T` device (the contract).
+            let dev = unsafe { Device::<T>::from_raw((*id).device) };
             let pd: &[u8] = if pdata.is_null() {
                 &[]
             } else {
                 // SAFETY: per the contract.
                 unsafe { core::slice::from_raw_parts(pdata.cast::<u8>(), len as usize) }
             };
-            T::iw_reject(cep, pd).map(|()| 0)
+            T::iw_reject(dev, key, pd).map(|()| 0)
         })
     }
 
