@@ -5,8 +5,7 @@
 //! core's `ibdev_*` helpers do (`rsiw rsiw0: QP 5: ...`) and are
 //! rate-limited, so that no peer can fill the kernel log (ten lines
 //! every five seconds for the module, then a count of what was
-//! suppressed). Use [`qp_warn!`](crate::qp_warn) and
-//! [`peer_warn!`](crate::peer_warn).
+//! suppressed). Use the macros `qp_warn!` and `peer_warn!`.
 
 use core::fmt;
 
