@@ -204,6 +204,15 @@ pub(crate) enum InvalFault {
     Busy,
 }
 
+impl From<InvalidateError> for InvalFault {
+    fn from(e: InvalidateError) -> Self {
+        match e {
+            InvalidateError::Stale => Self::Stag,
+            InvalidateError::Busy => Self::Busy,
+        }
+    }
+}
+
 impl From<MemFault> for InvalFault {
     fn from(f: MemFault) -> Self {
         match f {
@@ -223,12 +232,7 @@ pub(crate) fn invalidate_now(
     stag: u32,
 ) -> core::result::Result<(), InvalFault> {
     let mem = lookup_inval(table, pd_id, stag)?;
-    mem.gate
-        .try_invalidate((stag & 0xff) as u8)
-        .map_err(|e| match e {
-            InvalidateError::Stale => InvalFault::Stag,
-            InvalidateError::Busy => InvalFault::Busy,
-        })
+    Ok(mem.gate.try_invalidate((stag & 0xff) as u8)?)
 }
 
 /// Invalidates `stag` for a QP of `pd_id` and waits until no transfer is
@@ -239,9 +243,7 @@ pub(crate) fn invalidate_wait(
     stag: u32,
 ) -> core::result::Result<(), InvalFault> {
     let mem = lookup_inval(table, pd_id, stag)?;
-    mem.gate
-        .close_key((stag & 0xff) as u8)
-        .map_err(|_| InvalFault::Stag)?;
+    mem.gate.close_key((stag & 0xff) as u8)?;
     mem.wait_idle();
     Ok(())
 }

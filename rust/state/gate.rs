@@ -174,6 +174,18 @@ impl MemGate {
     /// it (an invalid one with that key stays invalid: invalidating twice
     /// is allowed, as in siw).
     pub fn try_invalidate(&self, key: u8) -> Result<(), InvalidateError> {
+        self.invalidate(key, false)
+    }
+
+    /// Closes the gate if the current registration has `key` (whatever
+    /// the count; see [`close`](Self::close)).
+    pub fn close_key(&self, key: u8) -> Result<(), InvalidateError> {
+        self.invalidate(key, true)
+    }
+
+    /// Clears VALID if the key is `key` and, unless `even_busy`, no
+    /// transfer is inside.
+    fn invalidate(&self, key: u8, even_busy: bool) -> Result<(), InvalidateError> {
         let mut cur = self.0.load(Ordering::Acquire);
         loop {
             if (cur & KEY_MASK) >> KEY_SHIFT != u64::from(key) {
@@ -182,28 +194,8 @@ impl MemGate {
             if cur & VALID == 0 {
                 return Ok(());
             }
-            if cur & COUNT_MASK != 0 {
+            if !even_busy && cur & COUNT_MASK != 0 {
                 return Err(InvalidateError::Busy);
-            }
-            match self.0.compare_exchange_weak(
-                cur,
-                cur & !VALID,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Ok(()),
-                Err(now) => cur = now,
-            }
-        }
-    }
-
-    /// Closes the gate if the current registration has `key` (whatever
-    /// the count; see [`close`](Self::close)).
-    pub fn close_key(&self, key: u8) -> Result<(), InvalidateError> {
-        let mut cur = self.0.load(Ordering::Acquire);
-        loop {
-            if (cur & KEY_MASK) >> KEY_SHIFT != u64::from(key) {
-                return Err(InvalidateError::Stale);
             }
             match self.0.compare_exchange_weak(
                 cur,

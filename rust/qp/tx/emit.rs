@@ -70,25 +70,21 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
         Ok(entered) => entered,
         Err(fault) => return Ok(Sent::MemoryGone(fault)),
     };
+    let out = Out {
+        sock: &sock,
+        entered: &entered,
+    };
     let hdr_len = e.job.hdr_len();
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
     if !e.limits.mode.markers && e.job.term.is_none() {
         let max = CAPS.max_payload(e.limits, hdr_len, e.job.src.buffers());
         if let Some(sg) = e.pos.rest_in_one(max) {
-            let out = Out {
-                sock: &sock,
-                entered: &entered,
-            };
             if let Some(sent) = send_rest_in_one(&mut e, &out, &sg, stats, queued)? {
                 return Ok(sent);
             }
         }
     }
-    let out = Out {
-        sock: &sock,
-        entered: &entered,
-    };
     send_planned(&mut e, &out, stats, queued, hdr_len)
 }
 

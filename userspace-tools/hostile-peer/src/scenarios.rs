@@ -674,26 +674,30 @@ fn mpa_p2p_responder_holds(ctx: &Ctx) -> Outcome {
         o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
     }
     p.start_fpdus(MpaMode::default(), MpaMode::default());
+    // The RTR: a zero length Write to STag 1, as siw sends it.
+    let rtr = p.fpdu(&frames::write_hdr(1, 0), &[]);
+    quiet_until(ctx, &mut p, &rtr, "our RTR")
+}
+
+/// RFC 5044 section 7.1.2: the responder `p` (whose server posts a Send
+/// at once) must send nothing for 2 s, and its Send only after we sent
+/// `first`, our first FPDU (`what`, for the messages).
+fn quiet_until(ctx: &Ctx, p: &mut Peer, first: &[u8], what: &str) -> Outcome {
     let quiet = Duration::from_secs(2).min(ctx.t);
     p.observe(quiet, |p| !p.segs().is_empty() || p.end.closed());
     if !p.segs().is_empty() {
-        return Err(format!(
-            "the responder sent before our RTR: {}",
-            p.summary()
-        ));
+        return Err(format!("the responder sent before {what}: {}", p.summary()));
     }
-    // The RTR: a zero length Write to STag 1, as siw sends it.
-    let f = p.fpdu(&frames::write_hdr(1, 0), &[]);
-    p.send_raw(&f)?;
+    p.send_raw(first)?;
     p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
-    match table_of(&p) {
+    match table_of(p) {
         Some(_) => Ok(format!(
-            "nothing for {} ms before the RTR, then its Send: {}",
+            "nothing for {} ms before {what}, then its Send: {}",
             quiet.as_millis(),
             p.summary()
         )),
         None => Err(format!(
-            "no Send from the responder after our RTR: {}",
+            "no Send from the responder after {what}: {}",
             p.summary()
         )),
     }
@@ -1059,28 +1063,8 @@ fn mpa_crc_bad_frame(ctx: &Ctx) -> Outcome {
 /// first FPDU arrived, then send it.
 fn responder_waits_first_fpdu(ctx: &Ctx) -> Outcome {
     let mut p = good(ctx)?;
-    let quiet = Duration::from_secs(2).min(ctx.t);
-    p.observe(quiet, |p| !p.segs().is_empty() || p.first_term().is_some());
-    if !p.segs().is_empty() {
-        return Err(format!(
-            "the responder sent before it received an FPDU: {}",
-            p.summary()
-        ));
-    }
     let f = rping_send(&mut p);
-    p.send_raw(&f)?;
-    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
-    match table_of(&p) {
-        Some(_) => Ok(format!(
-            "nothing for {} ms, then its Send after ours: {}",
-            quiet.as_millis(),
-            p.summary()
-        )),
-        None => Err(format!(
-            "no Send from the responder after our first FPDU: {}",
-            p.summary()
-        )),
-    }
+    quiet_until(ctx, &mut p, &f, "our first FPDU")
 }
 
 /// RFC 5044 section 7.1: with CRC, the receiver checks an FPDU's CRC
