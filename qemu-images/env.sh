@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared settings for rsiw's scripts (sourced, not run).
 # The build cache lives outside the repository so that fresh clones reuse it.
 RSIW_CACHE=${RSIW_CACHE:-/var/cache/rsiw}

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! `rsiw-state`: the pure logic of rsiw's queue pairs, built for the host.
 //!
 //! The logic lives in `mod.rs` and the files next to it; the very same

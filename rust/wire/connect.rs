@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! MPA connection setup (RFC 5044 section 7, RFC 6581): the MPA Request and
 //! Reply frames (16 octet key, flags M/C/R, revision, PD_Length, private
 //! data up to 512 octets), the RFC 6581 enhanced connection data (IRD/ORD

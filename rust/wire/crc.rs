@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! CRC32C (Castagnoli) as used by MPA (RFC 5044 section 4.4, computed the
 //! iSCSI way, RFC 3720 appendix B.4).
 //!

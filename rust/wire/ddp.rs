@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! DDP (RFC 5041): the 16 bit control field shared with RDMAP, tagged
 //! (STag, TO) and untagged (QN, MSN, MO) buffer model headers, and the
 //! receiver side placement checks producing the DDP error codes.

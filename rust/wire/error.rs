@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Typed protocol errors and their one-to-one mapping onto TERMINATE
 //! (Layer, EType, Error Code) triples of the IANA registry (RFC 6580,
 //! defined by RFC 5040 section 4.8, RFC 5041 section 7, RFC 5044 section 8

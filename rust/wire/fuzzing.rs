@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Fuzzing entry points (host only, not part of the kernel tree).
 //!
 //! One body per cargo-fuzz target: [`rx_one`] (`rx`: arbitrary bytes into

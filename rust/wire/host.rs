@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! `rsiw-wire`: the iWARP wire protocol core of rsiw, built for the host.
 //!
 //! The protocol code lives in `mod.rs` and the files next to it; the very

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The receiver's bookkeeping of the messages a stream carries, above the
 //! deframer ([`crate::wire::rx`]): the MSN each untagged queue expects next
 //! (RFC 5041 section 5), the untagged message being received into one

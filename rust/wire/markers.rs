@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! MPA markers (RFC 5044 section 5): a 4 octet marker (16 reserved zero
 //! bits, 16 bit FPDUPTR) every 512 octets of the MPA stream, counted from
 //! the first octet sent in MPA full operation mode (stream offset 0 carries

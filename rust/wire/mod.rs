@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! iWARP wire protocol core: MPA (RFC 5044 / RFC 6581), DDP (RFC 5041)
 //! and RDMAP (RFC 5040) encoding, parsing and framing.
 //!

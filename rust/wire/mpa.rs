@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! MPA FPDU framing arithmetic (RFC 5044 section 4): an FPDU is
 //! ULPDU_Length (u16 BE, counts only the ULPDU) + ULPDU + PAD (0..3 zero
 //! octets aligning ULPDU_Length + ULPDU to 4) + CRC32C (4 octets, zero when

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! RDMAP (RFC 5040): opcodes, the complete DDP/RDMAP header of a segment
 //! (encode and parse with the version/opcode/QN checks), and the RDMA Read
 //! Request body.

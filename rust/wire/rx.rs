@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The resumable MPA/DDP/RDMAP receive deframer.
 //!
 //! [`Deframer::push`] accepts the TCP byte stream of one direction cut

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The RDMAP TERMINATE message (RFC 5040 section 4.8): its control word
 //! (Layer in the high nibble of the first octet, EType in the low nibble,
 //! Error Code in the second octet, then the HdrCt bits M, D, R as the three

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Transmit side framing: an [`FpduPlan`] describes one FPDU as an ordered
 //! list of [`TxPiece`]s (small inline octets for ULPDU_Length, markers and
 //! PAD, ranges of the caller's header and payload, and the CRC field), so

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! A transmit stream across send calls: how large a connection's FPDUs
 //! and send calls are ([`TxLimits`]), which FPDUs of a message the next
 //! send call carries under that call's limits ([`BatchPlanner`]), and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The RDMA Read queue ring: unit tests, and a model-based property test
 //! against `VecDeque` bounded to the same capacity.
 

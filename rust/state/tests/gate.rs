@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The memory access gate: unit tests, a model-based property test of
 //! every operation in any order, and threads racing an invalidation
 //! against transfers (Miri checks those for data races too).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The QP state machine against a hand-written table of the iWARP verbs
 //! semantics as rsiw implements them, and a model-based property test of
 //! event sequences (modify_qp, connection, TERMINATE, close, posting).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Negative tests: one per error code of the registry, produced by the
 //! deframer, the header parser, the placement checks, the connection
 //! parser, or a sink rejecting a header (kernel side checks).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The deframer's one-pass path for whole FPDUs against its octet-wise
 //! path: random FPDU streams, some octets corrupted, fed whole (one-pass
 //! path where it applies) and one octet at a time (octet-wise path only),

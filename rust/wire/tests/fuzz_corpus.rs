@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Replays every file of `fuzz/corpus/{rx,connect,tx}/` through the fuzz
 //! bodies on stable,
 //! plus a long random-mutation loop (`--ignored`) as a libFuzzer-free

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Golden vectors worked out by hand from the RFCs (RFC 5044 framing and
 //! markers, RFC 3720 B.4 CRC32C vectors, RFC 5040/5041 headers, RFC 6581
 //! IRD/ORD) and from upstream siw's `iwarp.h` / `iwarp_pktinfo`.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The receiver's message bookkeeping (`inbound`): expected MSNs, the
 //! untagged message in progress, the Read Request and Read Response
 //! segment rules, scattering over SGEs (against a model that places octet

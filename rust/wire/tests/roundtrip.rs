@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Property tests: frame random messages into FPDUs (segmented to random
 //! EMSS/MULPDU, packed back to back, all marker x CRC modes, random stream
 //! offsets including the 32 bit wrap), cut the stream at random points

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The transmit stream's planning and accounting as the kernel's sender
 //! uses them: random messages sent over a transport that takes random
 //! parts of each send call. A batch taken in part must be planned again

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Frame builders of the hostile peer: MPA Request frames (valid or
 //! corrupted), DDP/RDMAP headers with any field bent, whole FPDUs (framed by
 //! the wire core's `encode_fpdu`), the rping advertisement payload and a

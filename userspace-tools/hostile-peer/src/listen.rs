@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Listener mode: rsiw is the MPA *initiator*. The hostile peer accepts one
 //! TCP connection (from an rdma_cm client on rsiw, e.g. `rping -c`), reads
 //! and checks its MPA Request (RFC 5044 / RFC 6581: revision 2, the

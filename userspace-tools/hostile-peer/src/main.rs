@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! `hostile-peer`: a misbehaving iWARP peer (plain TCP client) that bends
 //! the MPA exchange and the DDP/RDMAP traffic towards an rsiw listener and
 //! checks the answers against the RFCs (issue 7).

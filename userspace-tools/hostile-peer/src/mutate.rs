@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Random-mutation mode: `--mutate COUNT [--seed S]`. Each of COUNT
 //! connections gets a plausible stream (an MPA Request, or an accepted MPA
 //! exchange followed by a few well formed FPDUs: Sends, Writes, Read

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! One TCP connection to the target: MPA exchange, FPDU transmission with
 //! the right stream offsets, and observation of what comes back (MPA Reply,
 //! FPDUs deframed by the wire core, TERMINATE, close).

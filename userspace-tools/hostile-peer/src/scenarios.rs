@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The scenarios: each bends one thing and checks the target's answer
 //! against RFC 5044 (MPA), RFC 6581, RFC 5041 (DDP) and RFC 5040 (RDMAP),
 //! with the TERMINATE codes of the wire core's `ProtocolError` mapping.

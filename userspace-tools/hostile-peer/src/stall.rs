@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Scenarios in time: a peer that stops in the middle of a message while
 //! the consumer on rsiw deregisters or invalidates the memory the message
 //! goes to or comes from. After the deregistration (or the Local

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! A second TERMINATE decoder, written from RFC 5040 section 4.8 (and the
 //! DDP header layouts of RFC 5041 sections 4.2 and 4.3) without the wire
 //! core: the scenarios' checks otherwise use rsiw-wire's own `hdr_ct()`

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! The CLI without a target: listing and argument errors (also makes
 //! `cargo test` build target/*/hostile-peer for the guest test).
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! Minimal pcap / pcapng reader, link/IP/TCP dissection (Ethernet with
 //! VLAN tags, Linux cooked capture v1/v2, raw IP, BSD loopback; IPv4 and
 //! IPv6) and per-direction TCP reassembly.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! `iwarp decode`: per connection and direction, detect the MPA
 //! Request/Reply, derive the marker/CRC mode, then deframe and print one
 //! line per MPA frame, FPDU, marker, DDP/RDMAP header and CRC verdict.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! `iwarp`: frame ULPDUs into MPA FPDUs and decode iWARP captures, using
 //! the same wire core (`rsiw-wire`) as the rsiw kernel module.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! End-to-end tests of the `iwarp` tool: `frame` golden output and
 //! `decode` over synthetic pcap captures (Ethernet/IPv4, Linux cooked
 //! capture/IPv6) with out-of-order and retransmitted TCP segments.

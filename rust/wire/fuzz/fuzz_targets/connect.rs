@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! See `rsiw_wire::fuzzing::connect_one`.
 #![no_main]
 

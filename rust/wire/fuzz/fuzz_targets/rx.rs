@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0
+
 //! See `rsiw_wire::fuzzing::rx_one`: arbitrary bytes, cut into arbitrary
 //! chunks, through the receive deframer and parsers with all marker/CRC
 //! combinations.
