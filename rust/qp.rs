@@ -3,10 +3,11 @@
 //! Queue pairs: the [`Qp`] with its shared SQ/RQ rings, the iWARP QP
 //! state machine (its transitions are [`crate::state::qp`]'s; RTS only
 //! through the connection manager), completions and flushing. The
-//! submodules create QPs (`create`), post work requests (`post`), and hold
-//! the RDMA Read queues ([`orq`]) and the transmit ([`tx`]) and receive
-//! ([`rx`]) engines; the connection manager is reached only through the
-//! [`Endpoint`] a connection holds.
+//! submodules create QPs (`create`), post work requests (`post`), hold
+//! what the `inner` lock guards (`inner`), the lock-free state
+//! (`lockfree`), the RDMA Read queues ([`orq`]) and the transmit ([`tx`])
+//! and receive ([`rx`]) engines; the connection manager is reached only
+//! through the [`Endpoint`] a connection holds.
 //!
 //! # Locks
 //!
@@ -39,9 +40,15 @@
 //! Each lock has a name of its own (`rsiw::Qp::inner`, ...), so that
 //! lockdep checks this order. The state changes only through `Qp`
 //! methods ([`Qp::put_state`] under `inner`, which also keeps the
-//! lock-free copy the data path reads).
+//! lock-free copy the data path reads). What `inner`, `orq` and `irq`
+//! guard is changed only through the methods of the guarded types
+//! (`inner::QpInner`, [`Orq`], [`Irq`]). The values read without a lock
+//! (the QP number, that copy of the state, the flags between the
+//! receive side, the transmit side and the doorbell) are atomics in
+//! `lockfree::LockFree`, whose comment says who sets and clears each and
+//! why its memory ordering is enough.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::AtomicBool;
 use kernel::{
     prelude::*,
     sync::{Arc, Mutex},
@@ -65,10 +72,12 @@ use crate::kif::{
     sock::Socket,
     trace,
 };
-use crate::mem::{self, access};
+use crate::mem;
 use crate::srq::Srq;
 use crate::state::qp::{self as machine, After, Modify, Refused, VerbsState};
 use details::LastTerm;
+use inner::QpInner;
+use lockfree::LockFree;
 use orq::{Irq, Orq, WrRef};
 use rx::RxState;
 use tx::TxState;
@@ -78,6 +87,8 @@ pub use crate::state::qp::QpState;
 pub mod counter;
 mod create;
 pub mod details;
+mod inner;
+mod lockfree;
 pub mod orq;
 mod post;
 pub mod rx;
@@ -107,29 +118,6 @@ fn ib_state(s: VerbsState) -> IbQpState {
         VerbsState::Sqe => IbQpState::Sqe,
         VerbsState::Err => IbQpState::Err,
     }
-}
-
-/// Mutable QP state, under [`Qp::inner`].
-pub(crate) struct QpInner {
-    /// Protocol state.
-    state: QpState,
-    /// Next SQ slot a kernel post fills.
-    sq_put: u32,
-    /// Next SQ slot the transmit side takes.
-    sq_get: u32,
-    /// Next RQ slot a kernel post fills.
-    rq_put: u32,
-    /// RDMA access the peer is granted (IB access flags).
-    access: u32,
-    /// Inbound RDMA Reads (IRD).
-    ird: u32,
-    /// Outbound RDMA Reads (ORD).
-    ord: u32,
-    /// The Send or Write being transmitted (its slot is back in the SQ):
-    /// whoever takes it completes it (the transmit work when the last
-    /// octet went to TCP, `tx::flush_orq` when the QP goes to
-    /// error).
-    active: Option<WrRef>,
 }
 
 /// What a QP's connection needs of the connection manager's endpoint
@@ -205,8 +193,9 @@ pub struct QpCaps {
 /// A queue pair.
 #[pin_data]
 pub struct Qp {
-    /// QP number (set once, right after creation).
-    id: AtomicU32,
+    /// The QP number, a copy of the state and the flags between the QP's
+    /// contexts, read and written without a lock.
+    lockfree: LockFree,
     /// Owning protection domain.
     pd_id: u32,
     /// Send completion queue.
@@ -234,10 +223,6 @@ pub struct Qp {
     /// Mutable state (lock `rsiw::Qp::inner`).
     #[pin]
     inner: SpinLockIrq<QpInner>,
-    /// `inner.state`, readable without the lock (the data path looks at
-    /// the state on every message); written only together with it, see
-    /// [`Qp::put_state`].
-    state_now: AtomicU8,
     /// The user mappings of the rings (lock `rsiw::Qp::mappings`).
     #[pin]
     mappings: Mutex<KVec<UserMapping>>,
@@ -249,28 +234,6 @@ pub struct Qp {
     /// `rsiw::Qp::rx`).
     #[pin]
     rx: SpinLockIrq<RxState>,
-    /// Receiving has started (`rx` has its deframer): the socket upcall
-    /// may take data out of TCP.
-    rx_ready: AtomicBool,
-    /// Set after a Read Request or a TERMINATE was queued in `irq`: the
-    /// transmit function takes the `irq` lock only when it is set (it
-    /// looks for work once or twice per message).
-    irq_hint: AtomicBool,
-    /// The TCP connection closed: the transmit function (process context)
-    /// reports it to the connection manager.
-    llp_closed: AtomicBool,
-    /// The last message went out while earlier data was still
-    /// unacknowledged by TCP.
-    tx_streaming: AtomicBool,
-    /// Octets arrived since the last doorbell (set before they are placed).
-    rx_seen: AtomicBool,
-    /// Nothing may be sent yet: a responder waits for the initiator's
-    /// first FPDU ([`Conn::hold_tx`]); set by the receive
-    /// side's start, cleared when that FPDU was received.
-    tx_held: AtomicBool,
-    /// The connection uses CRC: the receive side verifies each FPDU
-    /// before it places it (set by its start, read without its lock).
-    rx_verify: AtomicBool,
     /// Transmit side state (work request in progress; lock
     /// `rsiw::Qp::tx`).
     #[pin]
@@ -312,12 +275,12 @@ impl Qp {
         }
         let mut inner = self.inner.lock();
         if let Some(acc) = m.access {
-            inner.access = acc & access::IWARP_MASK;
+            inner.set_access(acc);
         }
         let Some(target) = m.state else {
             return Ok(());
         };
-        match machine::modify(inner.state, verbs_state(target)) {
+        match machine::modify(inner.state(), verbs_state(target)) {
             Ok(Modify::Keep) => Ok(()),
             Ok(Modify::Enter { state, after }) => {
                 self.put_state(&mut inner, state);
@@ -363,9 +326,8 @@ impl Qp {
     /// state.
     fn enter_rts(&self, ird: u32, ord: u32) -> Result {
         let mut inner = self.inner.lock();
-        machine::connect(inner.state).map_err(|_| EINVAL)?;
-        inner.ird = ird;
-        inner.ord = ord;
+        machine::connect(inner.state()).map_err(|_| EINVAL)?;
+        inner.set_rd_limits(ird, ord);
         self.put_state(&mut inner, QpState::Rts);
         Ok(())
     }
@@ -375,7 +337,7 @@ impl Qp {
     /// the QP is not connected (no TERMINATE is sent).
     pub(crate) fn enter_terminate(&self) -> bool {
         let mut inner = self.inner.lock();
-        if !machine::can_terminate(inner.state) {
+        if !machine::can_terminate(inner.state()) {
             return false;
         }
         self.put_state(&mut inner, QpState::Terminate);
@@ -383,34 +345,36 @@ impl Qp {
     }
 
     /// Current state (a snapshot: decisions that must not race with a
-    /// state change look at `inner.state` under the lock).
+    /// state change look at `inner.state()` under the lock).
     pub fn state(&self) -> QpState {
-        QpState::from_u8(self.state_now.load(Ordering::Acquire))
+        self.lockfree.state()
     }
 
-    /// Sets the state; `inner` is the locked [`Qp::inner`].
+    /// Sets the state, and with it its lock-free copy (the only place
+    /// either changes); `inner` is the locked [`Qp::inner`].
     fn put_state(&self, inner: &mut QpInner, s: QpState) {
-        if inner.state != s {
-            trace::qp_state(self.id(), inner.state as u8, s as u8);
+        let old = inner.state();
+        if old != s {
+            trace::qp_state(self.id(), old as u8, s as u8);
         }
-        inner.state = s;
-        self.state_now.store(s as u8, Ordering::Release);
+        inner.set_state(s, &self.lockfree);
     }
 
     /// Query results.
     pub fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
         let inner = self.inner.lock();
+        let (ird, ord) = inner.rd_limits();
         QpQuery {
-            state: ib_state(inner.state.verbs()),
+            state: ib_state(inner.state().verbs()),
             max_send_wr: self.caps.sq_size,
             max_recv_wr: self.caps.rq_size,
             max_send_sge: self.caps.sq_max_sge,
             max_recv_sge: self.caps.rq_max_sge,
             max_inline: MAX_INLINE as u32,
             path_mtu: Mtu::from_link_mtu(ndev.mtu()),
-            max_rd_atomic: inner.ord.min(255) as u8,
-            max_dest_rd_atomic: inner.ird.min(255) as u8,
-            access: inner.access,
+            max_rd_atomic: ord.min(255) as u8,
+            max_dest_rd_atomic: ird.min(255) as u8,
+            access: inner.access(),
         }
     }
 
@@ -472,7 +436,7 @@ impl Qp {
 
     /// The QP number.
     pub fn id(&self) -> u32 {
-        self.id.load(Ordering::Acquire)
+        self.lockfree.id()
     }
 
     /// The protection domain a receive's memory must belong to: the
@@ -490,11 +454,11 @@ impl Qp {
         loop {
             let i = {
                 let mut inner = self.inner.lock();
-                let i = inner.sq_get;
+                let i = inner.sq_get();
                 if self.sq.flags(i) & wqe::VALID == 0 {
                     break;
                 }
-                inner.sq_get = i.wrapping_add(1);
+                inner.take_sq_slot(i, None);
                 i
             };
             let sqe = self.sq.read(i);

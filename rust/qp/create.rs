@@ -4,14 +4,13 @@
 //! shared SQ/RQ rings and their user mappings, the QP's number in the
 //! device's QP table, and the answer to libsiw (`siw_uresp_create_qp`).
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Arc, workqueue::new_work};
 
 use super::details::LastTerm;
 use super::orq::{Irq, Orq};
 use super::rx::RxState;
 use super::tx::TxState;
-use super::{Qp, QpCaps, QpInner, QpState};
+use super::{LockFree, Qp, QpCaps, QpInner};
 use crate::base::{limits, stats::Stats, Kind, Quota, Quotas, Rsiw};
 use crate::cq::Cq;
 use crate::kif::compat::xarray::XArray;
@@ -20,7 +19,7 @@ use crate::kif::{
     rdma::qp::{CreateQp, QpInit},
     siw::{Ring, Rqe, Sqe, MAX_INLINE, MAX_SGE},
 };
-use crate::mem::{self, access};
+use crate::mem;
 
 /// `struct siw_uresp_create_qp`.
 fn create_resp(id: u32, nsq: u32, nrq: u32, sq_key: u64, rq_key: u64) -> [u8; 32] {
@@ -140,7 +139,7 @@ impl Qp {
         let (caps, sq_key, rq_key) = (q.caps, q.sq_key, q.rq_key);
         let qp = Arc::pin_init(Self::new(&a, q, scq, mem_xa, stats, quota), GFP_KERNEL)?;
         let id = qps.alloc_cyclic(qp.clone(), u32::MAX >> 8)?;
-        qp.id.store(id, Ordering::Release);
+        qp.lockfree.set_id(id);
         if !qp.kernel {
             let r = create_resp(id, caps.sq_size, caps.rq_size, sq_key, rq_key);
             if let Err(e) = a.udata.respond(&r) {
@@ -172,7 +171,7 @@ impl Qp {
         let (kernel, sig_all, handle) = (a.user.is_none(), a.init.sig_all, a.handle.clone());
         let (mem_xa, stats) = (mem_xa.clone(), stats.clone());
         pin_init!(Self {
-            id: AtomicU32::new(0),
+            lockfree: LockFree::new(),
             pd_id,
             scq,
             rcq,
@@ -185,30 +184,10 @@ impl Qp {
             mem_xa,
             stats,
             handle,
-            state_now: AtomicU8::new(QpState::Idle as u8),
-            inner <- crate::new_spinlock_irq!(
-                QpInner {
-                    state: QpState::Idle,
-                    sq_put: 0,
-                    sq_get: 0,
-                    rq_put: 0,
-                    access: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
-                    ird: 0,
-                    ord: 0,
-                    active: None,
-                },
-                "rsiw::Qp::inner"
-            ),
+            inner <- crate::new_spinlock_irq!(QpInner::new(), "rsiw::Qp::inner"),
             mappings <- new_mutex!(mappings, "rsiw::Qp::mappings"),
             conn <- crate::new_spinlock_irq!(None, "rsiw::Qp::conn"),
             rx <- crate::new_spinlock_irq!(RxState::new(), "rsiw::Qp::rx"),
-            rx_ready: AtomicBool::new(false),
-            irq_hint: AtomicBool::new(false),
-            llp_closed: AtomicBool::new(false),
-            tx_streaming: AtomicBool::new(false),
-            rx_seen: AtomicBool::new(false),
-            tx_held: AtomicBool::new(false),
-            rx_verify: AtomicBool::new(false),
             tx <- new_mutex!(TxState::new(), "rsiw::Qp::tx"),
             orq <- crate::new_spinlock_irq!(Orq::new(), "rsiw::Qp::orq"),
             irq <- crate::new_spinlock_irq!(Irq::new(), "rsiw::Qp::irq"),

@@ -90,10 +90,7 @@ impl Qp {
     /// the largest ULPDU sent, large FPDUs, peer-to-peer); the FPDUs and
     /// payload octets sent and received; the last TERMINATE.
     pub fn fill_details(&self, d: &mut ResDetails<'_>) -> Result {
-        let (ird, ord) = {
-            let i = self.inner.lock();
-            (i.ird, i.ord)
-        };
+        let (ird, ord) = self.inner.lock().rd_limits();
         d.u32(c_str!("ird"), ird)?;
         d.u32(c_str!("ord"), ord)?;
         if let Some(c) = self.conn() {

@@ -9,6 +9,7 @@
 
 use kernel::{alloc::AllocError, prelude::*};
 
+use super::lockfree::LockFree;
 use crate::kif::siw::{Sge, Sqe};
 use crate::mem::access::MemRef;
 use crate::state::fifo::{self, Slots};
@@ -62,12 +63,14 @@ impl OrqEntry {
     }
 }
 
-/// Outbound RDMA Reads awaiting their Read Response (at most ORD).
+/// Outbound RDMA Reads awaiting their Read Response (at most ORD), under
+/// the QP's `orq` lock; its fields change only through its methods.
 pub struct Orq {
-    pub(super) q: Fifo<OrqEntry>,
+    /// The Reads, oldest first.
+    q: Fifo<OrqEntry>,
     /// The transmit work stopped at a Read (ORD reached) or a fenced work
     /// request: the Read Response that frees a slot wakes it.
-    pub(super) stalled: bool,
+    stalled: bool,
 }
 
 /// What a completion needs of a work request whose slot was given back.
@@ -111,6 +114,42 @@ impl Orq {
             q: Fifo::from_slots(KVec::new()),
             stalled: false,
         }
+    }
+
+    /// Empties the queue for a new connection, with room for `q`'s
+    /// capacity (ORD) from now on; returns the old one (to be dropped
+    /// without the lock).
+    pub fn restart(&mut self, q: Fifo<OrqEntry>) -> Fifo<OrqEntry> {
+        self.stalled = false;
+        core::mem::replace(&mut self.q, q)
+    }
+
+    /// ORD: how many Reads may be outstanding (0 before the connection
+    /// started, or when it allows none).
+    pub fn capacity(&self) -> usize {
+        self.q.capacity()
+    }
+
+    /// Queues the Read `e`; `false` when ORD is reached, and then the
+    /// transmit work waits: the Read Response that frees a slot wakes it
+    /// (see [`Orq::pop_wake`]).
+    pub fn push(&mut self, e: OrqEntry) -> bool {
+        if self.q.push(e).is_err() {
+            self.stalled = true;
+            return false;
+        }
+        true
+    }
+
+    /// A read-fenced work request is next: whether it must wait for the
+    /// outstanding Reads; if so the transmit work waits, and the next
+    /// Read Response wakes it (see [`Orq::pop_wake`]).
+    pub fn fence_waits(&mut self) -> bool {
+        if self.q.is_empty() {
+            return false;
+        }
+        self.stalled = true;
+        true
     }
 
     /// Removes the oldest outstanding Read; also says whether the
@@ -158,13 +197,22 @@ pub struct TermMsg {
 }
 
 /// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
-/// the receive side (softirq) passes to the transmit work.
+/// the receive side (softirq) passes to the transmit work, under the QP's
+/// `irq` lock; its fields change only through its methods, which also
+/// raise the QP's lock-free flag that sends the transmit side here
+/// ([`LockFree::note_irq_queued`]) with what they queue.
 pub struct Irq {
-    pub(super) q: Fifo<IrqEntry>,
+    /// The Read Requests, oldest first.
+    q: Fifo<IrqEntry>,
+    // INVARIANT: `true` exactly while the transmit side has a Read
+    // Response job for a request it took from `q`: set by `take_work`
+    // together with the pop, cleared by `end_response` when that job
+    // ends (its last octet went to TCP, its memory went away, or the
+    // request was refused with a TERMINATE) and by `restart`.
     /// A response is being sent (it still takes an IRD slot).
-    pub(super) active: bool,
+    active: bool,
     /// A TERMINATE to send, then the QP goes to error.
-    pub(super) term: Option<TermMsg>,
+    term: Option<TermMsg>,
 }
 
 impl Irq {
@@ -177,12 +225,73 @@ impl Irq {
         }
     }
 
-    /// Queues a Read Request; `false` when IRD is exhausted.
-    pub fn push(&mut self, e: IrqEntry) -> bool {
+    /// Empties the queue for a new connection, with room for `q`'s
+    /// capacity (IRD) from now on: no response in progress, no TERMINATE.
+    /// Returns the old queue (to be dropped without the lock).
+    pub fn restart(&mut self, q: Fifo<IrqEntry>) -> Fifo<IrqEntry> {
+        self.active = false;
+        self.term = None;
+        core::mem::replace(&mut self.q, q)
+    }
+
+    /// Queues a Read Request and tells the transmit side (`lf`, the QP's
+    /// lock-free state); `false` when IRD is exhausted.
+    pub(super) fn push(&mut self, e: IrqEntry, lf: &LockFree) -> bool {
         // As siw: the response being sent does not count (it left the
         // queue), so a peer may see IRD + 1 accepted; this also covers the
         // peer's next Read Request overtaking our bookkeeping of the
         // response whose last octet just went out.
-        self.q.push(e).is_ok()
+        if self.q.push(e).is_err() {
+            return false;
+        }
+        lf.note_irq_queued();
+        true
+    }
+
+    /// Queues the TERMINATE `t` and tells the transmit side (`lf`);
+    /// `false` if one was queued already.
+    pub(super) fn queue_term(&mut self, t: TermMsg, lf: &LockFree) -> bool {
+        if self.term.is_some() {
+            return false;
+        }
+        self.term = Some(t);
+        lf.note_irq_queued();
+        true
+    }
+
+    /// Whether a TERMINATE waits to be sent.
+    pub fn term_pending(&self) -> bool {
+        self.term.is_some()
+    }
+
+    /// The transmit side's look (after [`LockFree::take_irq_queued`]):
+    /// takes the TERMINATE if there is one, else with `reads` the oldest
+    /// Read Request, whose response becomes the active one. Tells the
+    /// transmit side (`lf`) to look again when work is left.
+    pub(super) fn take_work(
+        &mut self,
+        reads: bool,
+        lf: &LockFree,
+    ) -> (Option<TermMsg>, Option<IrqEntry>) {
+        let r = match self.term.take() {
+            Some(t) => (Some(t), None),
+            None if reads => {
+                let e = self.q.pop();
+                if e.is_some() {
+                    self.active = true;
+                }
+                (None, e)
+            }
+            None => (None, None),
+        };
+        if self.term.is_some() || !self.q.is_empty() {
+            lf.note_irq_queued();
+        }
+        r
+    }
+
+    /// The active Read Response ended (sent, failed or refused).
+    pub fn end_response(&mut self) {
+        self.active = false;
     }
 }

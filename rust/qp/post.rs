@@ -5,7 +5,6 @@
 //! receive work requests of kernel consumers written into the rings, and
 //! the flush of work requests posted to a QP in error.
 
-use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
 use super::{tx, Qp};
@@ -119,7 +118,7 @@ impl Qp {
             return self.doorbell();
         }
         let mut inner = self.inner.lock();
-        match inner.state.post_send() {
+        match inner.state().post_send() {
             Post::Queue => {}
             Post::Flush => {
                 drop(inner);
@@ -129,14 +128,14 @@ impl Qp {
         }
         for wr in wrs {
             let wr = wr?;
-            let i = inner.sq_put;
+            let i = inner.sq_put();
             if self.sq.flags(i) != 0 {
                 return Err(ENOMEM);
             }
             let sqe = sqe_of(&wr, self.caps.sq_max_sge)?;
             self.sq.write(i, &sqe);
             self.sq.set_flags(i, sqe.flags | wqe::VALID);
-            inner.sq_put = i.wrapping_add(1);
+            inner.sq_filled();
         }
         drop(inner);
         tx::kick(self);
@@ -163,11 +162,8 @@ impl Qp {
                 // a receive that sets it again in between is lost, and the
                 // next doorbell may then hand off to the worker, which
                 // only costs that message a wake-up.)
-                let rx = self.rx_seen.load(Ordering::Relaxed);
-                if rx {
-                    self.rx_seen.store(false, Ordering::Relaxed);
-                }
-                if !rx && self.tx_streaming.load(Ordering::Relaxed) {
+                let rx = self.lockfree.take_received();
+                if !rx && self.lockfree.streaming() {
                     self.schedule_tx_elsewhere();
                 } else {
                     tx::run_answer(self, rx);
@@ -211,7 +207,7 @@ impl Qp {
             return Err(EINVAL);
         }
         let mut inner = self.inner.lock();
-        match inner.state.post_recv() {
+        match inner.state().post_recv() {
             Post::Queue => {}
             Post::Flush => {
                 drop(inner);
@@ -220,7 +216,7 @@ impl Qp {
             Post::NotConnected => return Err(crate::kif::compat::error::enotconn()),
         }
         for wr in wrs {
-            rq.post(&mut inner.rq_put, &wr?, self.caps.rq_max_sge)?;
+            inner.post_rq(rq, &wr?, self.caps.rq_max_sge)?;
         }
         Ok(())
     }

@@ -19,13 +19,12 @@
 //! needs process context (closing the connection) goes to the transmit
 //! work item.
 
-use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow},
 };
 
-use super::{Qp, QpState};
+use super::{lockfree::Receiving, Qp, QpState};
 use crate::kif::siw::wc;
 use crate::kif::sock::{SockEvents, SockRx, TcpState};
 use crate::wire::{mpa::MpaMode, rx::RxConfig};
@@ -48,9 +47,7 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
     // Before anything is placed or completed: an application that sees
     // this data and rings its doorbell at once is answering, not
     // streaming (see `Qp::post_send`).
-    if !qp.rx_seen.load(Ordering::Relaxed) {
-        qp.rx_seen.store(true, Ordering::Release);
-    }
+    qp.lockfree.note_received();
     qp.rx.lock().push(qp, bytes, act);
 }
 
@@ -63,8 +60,8 @@ fn feed(qp: &Qp, bytes: &[u8], act: &mut Actions) {
 /// without consuming them, then the deframer takes the octets of the
 /// complete FPDUs that passed. The rest of an incomplete FPDU stays queued
 /// in the socket until the next upcall, so nothing is copied aside.
-fn receive(qp: &Qp, rx: &mut SockRx<'_>, act: &mut Actions) {
-    let limit = if qp.rx_verify.load(Ordering::Acquire) {
+fn receive(qp: &Qp, rx: &mut SockRx<'_>, how: Receiving, act: &mut Actions) {
+    let limit = if how == Receiving::VerifyFirst {
         qp.rx.lock().verify(rx)
     } else {
         usize::MAX
@@ -80,13 +77,13 @@ fn receive(qp: &Qp, rx: &mut SockRx<'_>, act: &mut Actions) {
 
 impl SockEvents for Qp {
     fn data_ready(this: ArcBorrow<'_, Self>, rx: &mut SockRx<'_>) {
-        if !this.rx_ready.load(Ordering::Acquire) {
+        let Some(how) = this.lockfree.receiving() else {
             // Not started: `start` picks the data up.
             return;
-        }
+        };
         let qp: &Qp = &this;
         let mut act = Actions::upcall();
-        receive(qp, rx, &mut act);
+        receive(qp, rx, how, &mut act);
         act.run(this);
     }
 
@@ -109,7 +106,7 @@ impl SockEvents for Qp {
 /// [`llp_closed`].
 fn on_llp_close(qp: &Arc<Qp>) {
     // The CM reports the fatal event of an unexpected close (Cep::close).
-    qp.llp_closed.store(true, Ordering::Release);
+    qp.lockfree.note_llp_closed();
     qp.schedule_tx();
 }
 
@@ -142,7 +139,7 @@ pub(super) fn flush_active(qp: &Qp) {
 /// receive state of the connection and processes data that arrived before.
 pub(crate) fn start(qp: &Arc<Qp>) -> Result {
     let conn = qp.conn().ok_or(EINVAL)?;
-    qp.tx_held.store(conn.hold_tx, Ordering::Release);
+    qp.lockfree.hold_tx(conn.hold_tx);
     super::tx::start(qp, &conn)?;
     let mode = MpaMode {
         markers: conn.rx_markers,
@@ -153,10 +150,14 @@ pub(crate) fn start(qp: &Arc<Qp>) -> Result {
         ..RxConfig::new(mode)
     };
     qp.rx.lock().start(cfg, &conn.await_rtr);
-    qp.rx_verify.store(mode.crc, Ordering::Release);
-    qp.rx_ready.store(true, Ordering::Release);
+    qp.lockfree.start_receiving(mode.crc);
+    let how = if mode.crc {
+        Receiving::VerifyFirst
+    } else {
+        Receiving::Plain
+    };
     let mut act = Actions::default();
-    let r = conn.sock.with_rx(|rx| receive(qp, rx, &mut act));
+    let r = conn.sock.with_rx(|rx| receive(qp, rx, how, &mut act));
     act.run(qp.as_arc_borrow());
     // A peer that closes right after the MPA exchange may do so while the
     // socket has no callbacks (between the endpoint's and the QP's) or

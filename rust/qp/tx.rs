@@ -25,7 +25,6 @@
 //! when the Read Response arrives. Local operations (invalidate, fast
 //! registration) complete at once.
 
-use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     sync::{
@@ -68,32 +67,18 @@ const MAX_ROUNDS: u32 = 64;
 /// Prepares transmission on a connection that just entered RTS: sizes the
 /// ORQ and IRQ from the negotiated ORD/IRD and resets the stream state.
 pub(super) fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
-    let (ird, ord) = {
-        let inner = qp.inner.lock();
-        (inner.ird, inner.ord)
-    };
+    let (ird, ord) = qp.inner.lock().rd_limits();
     pr_debug!("QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
     let ird = ird.min(limits::MAX_IRD) as usize;
     let ord = ord.min(limits::MAX_ORD) as usize;
     let o = Fifo::with_capacity(ord)?;
     let r = Fifo::with_capacity(ird)?;
     qp.tx.lock().start(conn.clone());
-    let old_o = {
-        let mut orq = qp.orq.lock();
-        let old = core::mem::replace(&mut orq.q, o);
-        orq.stalled = false;
-        old
-    };
-    qp.inner.lock().active = None;
-    let old_r = {
-        let mut irq = qp.irq.lock();
-        let old = core::mem::replace(&mut irq.q, r);
-        irq.active = false;
-        irq.term = None;
-        old
-    };
-    qp.llp_closed.store(false, Ordering::Release);
-    qp.irq_hint.store(false, Ordering::Release);
+    let old_o = qp.orq.lock().restart(o);
+    // A new connection has no work request in transmission.
+    let _ = qp.inner.lock().take_active();
+    let old_r = qp.irq.lock().restart(r);
+    qp.lockfree.new_connection();
     drop(old_o);
     drop(old_r);
     Ok(())
@@ -121,7 +106,7 @@ pub(super) fn flush_orq(qp: &Qp) {
 /// flush error.
 #[cold]
 fn flush_active_wr(qp: &Qp) {
-    let wr = qp.inner.lock().active.take();
+    let wr = qp.inner.lock().take_active();
     if let Some(wr) = wr {
         let _ = qp.complete_wr(wr, 0, wc::WR_FLUSH_ERR);
     }
@@ -130,7 +115,7 @@ fn flush_active_wr(qp: &Qp) {
 /// Completes the Send or Write whose last octet went to TCP (unless it
 /// was flushed meanwhile).
 fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
-    let wr = qp.inner.lock().active.take();
+    let wr = qp.inner.lock().take_active();
     if let Some(wr) = wr {
         let _ = qp.complete_wr(wr, bytes, status);
     }
@@ -160,13 +145,9 @@ pub(super) fn queue_terminate(
         return false;
     };
     t.len = n as u8;
-    let mut irq = qp.irq.lock();
-    if irq.term.is_some() {
+    if !qp.irq.lock().queue_term(t, &qp.lockfree) {
         return false;
     }
-    irq.term = Some(t);
-    qp.irq_hint.store(true, Ordering::Release);
-    drop(irq);
     qp.note_terminate(false, err.term_code());
     true
 }
@@ -198,7 +179,7 @@ pub(super) fn run_answer(qp: &Arc<Qp>, answer: bool) {
     // make the close flush the work request while its transmission is
     // still finishing (it then completed as WR_FLUSH_ERR though delivered).
     let tx = qp.tx.lock();
-    if qp.llp_closed.load(Ordering::Relaxed) && qp.llp_closed.swap(false, Ordering::AcqRel) {
+    if qp.lockfree.take_llp_closed() {
         // The close drops the connection, which runs this function again.
         drop(tx);
         super::rx::llp_closed(qp);
@@ -297,7 +278,7 @@ fn sending_state(qp: &Qp, tx: &TxState) -> QpState {
 /// Whether a TERMINATE is queued or being sent.
 #[inline(never)]
 fn term_pending(qp: &Qp, tx: &TxState) -> bool {
-    tx.job_kind() == Some(Kind::Term) || qp.irq.lock().term.is_some()
+    tx.job_kind() == Some(Kind::Term) || qp.irq.lock().term_pending()
 }
 
 /// Whether another work request waits behind the message in
@@ -327,7 +308,7 @@ fn note_streaming(qp: &Qp, tx: &TxState, answer: &mut bool) {
     };
     let small = tx.job_total().is_some_and(|t| t < HANDOFF_MAX);
     let streaming = !core::mem::take(answer) && small && c.sock.has_unacked();
-    qp.tx_streaming.store(streaming, Ordering::Relaxed);
+    qp.lockfree.set_streaming(streaming);
 }
 
 /// Finds the next message to send: a TERMINATE, the RTR, a Read Response,
@@ -338,7 +319,7 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
         tx.set_job(Job::terminate(t));
         return Next::Ready;
     }
-    if state != QpState::Rts || qp.tx_held.load(Ordering::Acquire) {
+    if state != QpState::Rts || qp.lockfree.tx_held() {
         return Next::Idle;
     }
     if tx.take_rtr() {
@@ -355,25 +336,10 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
 /// to answer (only when something was queued since the last look). A Read
 /// Request taken is the IRQ's active response.
 fn take_irq_work(qp: &Qp, reads: bool) -> (Option<TermMsg>, Option<IrqEntry>) {
-    if !(qp.irq_hint.load(Ordering::Acquire) && qp.irq_hint.swap(false, Ordering::AcqRel)) {
+    if !qp.lockfree.take_irq_queued() {
         return (None, None);
     }
-    let mut irq = qp.irq.lock();
-    let r = match irq.term.take() {
-        Some(t) => (Some(t), None),
-        None if reads => {
-            let e = irq.q.pop();
-            if e.is_some() {
-                irq.active = true;
-            }
-            (None, e)
-        }
-        None => (None, None),
-    };
-    if irq.term.is_some() || !irq.q.is_empty() {
-        qp.irq_hint.store(true, Ordering::Release);
-    }
-    r
+    qp.irq.lock().take_work(reads, &qp.lockfree)
 }
 
 /// Handles a job (of `kind`, `total` octets) whose last octet went to
@@ -392,7 +358,7 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
         }
         Kind::ReadReq | Kind::Rtr => false,
         Kind::ReadResp => {
-            qp.irq.lock().active = false;
+            qp.irq.lock().end_response();
             false
         }
         Kind::Term => true,
@@ -422,7 +388,7 @@ fn memory_gone<'a>(
     );
     let err: ProtocolError = match tx.end_job() {
         Some((Kind::ReadResp, _)) => {
-            qp.irq.lock().active = false;
+            qp.irq.lock().end_response();
             match fault {
                 MemFault::Copy => RdmapError::LocalCatastrophic.into(),
                 _ => RdmapError::InvalidStag.into(),

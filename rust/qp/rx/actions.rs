@@ -68,7 +68,7 @@ impl Actions {
         qp.stats.add(Counter::RxFpdus, self.fpdus);
         qp.stats.add(Counter::RxPayload, self.payload);
         let mut wake = self.wake_tx;
-        if self.release_tx && qp.tx_held.swap(false, Ordering::AcqRel) {
+        if self.release_tx && qp.lockfree.release_tx() {
             wake = true;
         }
         if self.rtr {

@@ -84,7 +84,7 @@ impl RxState {
         } else if d.fpdus() > 0 && self.c.take_await_rtr() {
             act.rtr = true;
         }
-        if d.fpdus() > 0 && qp.tx_held.load(Ordering::Relaxed) {
+        if d.fpdus() > 0 && qp.lockfree.tx_maybe_held() {
             act.release_tx = true;
         }
     }

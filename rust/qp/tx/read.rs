@@ -109,19 +109,18 @@ enum Queued {
 /// the slot, atomically with respect to flushes.
 fn into_orq(qp: &Qp, tx: &mut TxState, idx: u32, e: OrqEntry) -> Queued {
     let mut inner = qp.inner.lock();
-    if inner.sq_get != idx {
+    if inner.sq_get() != idx {
         return Queued::Flushed;
     }
     let mut orq = qp.orq.lock();
-    if orq.q.capacity() == 0 {
+    if orq.capacity() == 0 {
         return Queued::NoOrd;
     }
-    if orq.q.push(e).is_err() {
-        orq.stalled = true;
+    if !orq.push(e) {
         tx.set_sq_next(idx);
         return Queued::OrdFull;
     }
-    inner.sq_get = idx.wrapping_add(1);
+    inner.take_sq_slot(idx, None);
     tx.set_sq_next(idx.wrapping_add(1));
     Queued::Yes
 }
@@ -209,7 +208,7 @@ fn bad_request(qp: &Qp, e: &IrqEntry, err: RdmapError) {
         rr.size,
         err
     );
-    qp.irq.lock().active = false;
+    qp.irq.lock().end_response();
     qp.handle.event(QpEvent::AccessError);
     let (h, n) = SegmentHeader::read_request(e.msn, rr).to_bytes();
     queue_terminate(qp, err.into(), h.get(..n), n as u16);

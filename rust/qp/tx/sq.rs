@@ -36,7 +36,7 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
     // unless a flush moved on (then `claim` fails and we look again).
     let idx = match tx.take_sq_next() {
         Some(i) => i,
-        None => qp.inner.lock().sq_get,
+        None => qp.inner.lock().sq_get(),
     };
     let flags = qp.sq.flags(idx);
     if flags & wqe::VALID == 0 || (flags & wqe::READ_FENCE != 0 && fenced(qp)) {
@@ -68,12 +68,7 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
 /// Whether a read-fenced work request must wait: RDMA Reads are still
 /// outstanding. The Read Response that empties the ORQ resumes it.
 fn fenced(qp: &Qp) -> bool {
-    let mut orq = qp.orq.lock();
-    if orq.is_empty() {
-        return false;
-    }
-    orq.stalled = true;
-    true
+    qp.orq.lock().fence_waits()
 }
 
 /// A Send or Write: checks its payload, numbers a Send, takes its slot
@@ -202,15 +197,8 @@ fn reg_mr(qp: &Qp, sqe: &Sqe) -> bool {
 /// libsiw's doorbell logic relies on); `active` becomes the work request
 /// in transmission. `false` when the slot was flushed meanwhile.
 fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
-    {
-        let mut inner = qp.inner.lock();
-        if inner.sq_get != idx {
-            return false;
-        }
-        if active.is_some() {
-            inner.active = active;
-        }
-        inner.sq_get = idx.wrapping_add(1);
+    if !qp.inner.lock().take_sq_slot(idx, active) {
+        return false;
     }
     qp.sq.give_back(idx);
     true

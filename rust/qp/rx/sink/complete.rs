@@ -6,7 +6,6 @@
 //! Read Request goes to the IRQ for the transmit side to answer; a
 //! TERMINATE ends the stream.
 
-use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use super::{Seg, Sink};
@@ -49,11 +48,11 @@ impl Sink<'_> {
             }
             Seg::ReadReq { rr, msn } => {
                 self.c.msns.advance(QN_READ_REQUEST);
-                if !self.qp.irq.lock().push(IrqEntry { rr, msn }) {
+                let e = IrqEntry { rr, msn };
+                if !self.qp.irq.lock().push(e, &self.qp.lockfree) {
                     crate::qp_warn!(self.qp.handle, "QP {}: IRD exceeded\n", self.qp.id());
                     return Err(RdmapError::CatastrophicStream.into());
                 }
-                self.qp.irq_hint.store(true, Ordering::Release);
                 self.act.wake_tx = true;
                 Ok(())
             }
