@@ -61,7 +61,7 @@ use crate::kif::{
     rdma::handle::QpHandle,
     rdma::mmap::UserMapping,
     rdma::qp::{IbQpState, QpModify, QpQuery},
-    siw::{op, wc, wqe, Cqe, Ring, Rqe, Sqe, MAX_INLINE},
+    siw::{Cqe, Opcode, Ring, Rqe, Sqe, Status, WqeFlags, MAX_INLINE},
     sock::Socket,
     trace,
 };
@@ -416,23 +416,29 @@ impl Qp {
 
     /// Completes a send queue element into the send CQ (when signalled or
     /// failed) and gives the slot back.
-    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: u16) -> Result {
+    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: Status) -> Result {
         let r = self.complete_wr(WrRef::of(sqe), bytes, status);
-        self.sq.set_flags(i, 0);
+        self.sq.set_flags(i, WqeFlags::empty());
         r
     }
 
     /// Completes a receive element into the receive CQ.
-    pub fn complete_rqe(&self, rqe: &Rqe, bytes: u32, inval: Option<u32>, status: u16) -> Result {
+    pub fn complete_rqe(
+        &self,
+        rqe: &Rqe,
+        bytes: u32,
+        inval: Option<u32>,
+        status: Status,
+    ) -> Result {
         let Some(cq) = &self.rcq else { return Ok(()) };
         let c = Cqe {
             id: rqe.id,
             flags: if inval.is_some() {
-                wqe::REM_INVAL as u8
+                WqeFlags::REM_INVAL
             } else {
-                0
+                WqeFlags::empty()
             },
-            opcode: op::RECEIVE,
+            opcode: Opcode::Receive.into(),
             status,
             bytes,
             imm_or_inval: inval.unwrap_or(0) as u64,
@@ -443,11 +449,11 @@ impl Qp {
 
     /// Completes a send work request whose queue slot was already given
     /// back (RDMA Reads, completed from the ORQ by their Read Response).
-    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: u16) -> Result {
-        if wr.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
+    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
+        if wr.flags.contains(WqeFlags::SIGNALLED) || self.sig_all || status != Status::Success {
             let c = Cqe {
                 id: wr.id,
-                flags: 0,
+                flags: WqeFlags::empty(),
                 opcode: wr.opcode,
                 status,
                 bytes,
@@ -491,14 +497,14 @@ impl Qp {
             let i = {
                 let mut inner = self.inner.lock();
                 let i = inner.sq_get;
-                if self.sq.flags(i) & wqe::VALID == 0 {
+                if !self.sq.flags(i).contains(WqeFlags::VALID) {
                     break;
                 }
                 inner.sq_get = i.wrapping_add(1);
                 i
             };
             let sqe = self.sq.read(i);
-            if self.complete_sqe(i, &sqe, 0, wc::WR_FLUSH_ERR).is_err() {
+            if self.complete_sqe(i, &sqe, 0, Status::WrFlushErr).is_err() {
                 break;
             }
             n += 1;
@@ -520,7 +526,10 @@ impl Qp {
             let Some(rqe) = self.rx.lock().take_rqe(rq) else {
                 break;
             };
-            if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
+            if self
+                .complete_rqe(&rqe, 0, None, Status::WrFlushErr)
+                .is_err()
+            {
                 break;
             }
             n += 1;

@@ -42,7 +42,7 @@ use crate::base::limits;
 use crate::base::stats::Counter;
 use crate::kif::{
     rdma::handle::QpEvent,
-    siw::{wc, wqe},
+    siw::{Status, WqeFlags},
 };
 use crate::mem::access::MemFault;
 use crate::wire::{
@@ -111,7 +111,7 @@ pub(super) fn flush_orq(qp: &Qp) {
     loop {
         let e = qp.orq.lock().pop();
         let Some(e) = e else { break };
-        if qp.complete_wr(e.wr(), 0, wc::WR_FLUSH_ERR).is_err() {
+        if qp.complete_wr(e.wr(), 0, Status::WrFlushErr).is_err() {
             break;
         }
     }
@@ -123,13 +123,13 @@ pub(super) fn flush_orq(qp: &Qp) {
 fn flush_active_wr(qp: &Qp) {
     let wr = qp.inner.lock().active.take();
     if let Some(wr) = wr {
-        let _ = qp.complete_wr(wr, 0, wc::WR_FLUSH_ERR);
+        let _ = qp.complete_wr(wr, 0, Status::WrFlushErr);
     }
 }
 
 /// Completes the Send or Write whose last octet went to TCP (unless it
 /// was flushed meanwhile).
-fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
+fn complete_active_wr(qp: &Qp, bytes: u32, status: Status) {
     let wr = qp.inner.lock().active.take();
     if let Some(wr) = wr {
         let _ = qp.complete_wr(wr, bytes, status);
@@ -309,7 +309,7 @@ fn another_queued(qp: &Qp, tx: &TxState, state: QpState) -> bool {
         && tx.job_kind() == Some(Kind::Wr)
         && tx
             .sq_next()
-            .is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0)
+            .is_some_and(|i| qp.sq.flags(i).contains(WqeFlags::VALID))
 }
 
 /// At the first batch of a message: notes whether the application
@@ -387,7 +387,7 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
     });
     match kind {
         Kind::Wr => {
-            complete_active_wr(qp, total, wc::SUCCESS);
+            complete_active_wr(qp, total, Status::Success);
             false
         }
         Kind::ReadReq | Kind::Rtr => false,
@@ -450,7 +450,7 @@ fn memory_gone<'a>(
 #[cold]
 fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, e: Error) {
     if tx.end_job().is_some_and(|(kind, _)| kind == Kind::Wr) {
-        complete_active_wr(qp, 0, wc::GENERAL_ERR);
+        complete_active_wr(qp, 0, Status::GeneralErr);
     }
     crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), e);
     drop(tx);
