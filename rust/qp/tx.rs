@@ -423,13 +423,10 @@ fn memory_gone<'a>(
     let err: ProtocolError = match tx.end_job() {
         Some((Kind::ReadResp, _)) => {
             qp.irq.lock().active = false;
-            match fault {
-                MemFault::Copy => RdmapError::LocalCatastrophic.into(),
-                _ => RdmapError::InvalidStag.into(),
-            }
+            fault.read_error().into()
         }
         Some((Kind::Wr, _)) => {
-            complete_active_wr(qp, 0, sq::fault_status(fault));
+            complete_active_wr(qp, 0, Status::from(fault));
             qp.handle.event(QpEvent::Fatal);
             RdmapError::LocalCatastrophic.into()
         }

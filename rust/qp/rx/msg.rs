@@ -5,7 +5,7 @@
 //! core's [`UntaggedMsg`]) and the status it completes with.
 
 use crate::kif::siw::{Rqe, Sge, Status, WqeFlags, MAX_SGE};
-use crate::mem::access::{self, invalidate_now, resolve, InvalFault, MemRef, StagCache};
+use crate::mem::access::{self, invalidate_now, resolve, MemRef, StagCache};
 use crate::qp::Qp;
 use crate::wire::{
     error::{DdpError, ProtocolError, RdmapError},
@@ -180,11 +180,8 @@ impl RecvMsg {
         // It cannot wait for a transfer inside the memory (that may be one
         // of this very connection, whose socket we hold): an STag in use
         // cannot be invalidated.
-        match invalidate_now(&qp.mem_xa, qp.pd_id, self.inval) {
-            Ok(()) => Ok(Some(self.inval)),
-            Err(InvalFault::Pd) => Err(RdmapError::ProtectionCannotInvalidate),
-            Err(InvalFault::Stag | InvalFault::Busy) => Err(RdmapError::OperationCannotInvalidate),
-        }
+        invalidate_now(&qp.mem_xa, qp.pd_id, self.inval)?;
+        Ok(Some(self.inval))
     }
 
     /// The element of the message.

@@ -9,7 +9,7 @@
 use kernel::sync::Arc;
 
 use super::job::{empty_sqe, Job, Kind, Src};
-use super::sq::{fault_status, local_error};
+use super::sq::local_error;
 use super::state::TxState;
 use super::{queue_terminate, Next};
 use crate::kif::{
@@ -90,7 +90,7 @@ fn sink_memory(
     let need = access::LOCAL_WRITE;
     resolve(&qp.mem_xa, cache, sink.lkey, qp.pd_id, sink.addr, len, need)
         .map(Some)
-        .map_err(fault_status)
+        .map_err(Status::from)
 }
 
 /// Where [`into_orq`] put an RDMA Read.
@@ -171,29 +171,13 @@ fn source_memory(
         len,
         need,
     )
-    .map_err(|f| read_fault(rr, f))?;
+    .map_err(MemFault::read_error)?;
     sqe.sge[0] = Sge {
         addr: rr.src_to,
         length: rr.size,
         lkey: rr.src_stag,
     };
     Ok((sqe, Src::one(mem)))
-}
-
-/// The RDMAP error of a Read Request whose source memory check failed.
-pub(super) fn read_fault(rr: &ReadRequest, f: MemFault) -> RdmapError {
-    match f {
-        MemFault::Stag => RdmapError::InvalidStag,
-        MemFault::Copy => RdmapError::LocalCatastrophic,
-        MemFault::Pd => RdmapError::StagNotAssociated,
-        MemFault::Access => RdmapError::AccessRights,
-        // RFC 5040 4.8: a source TO + size past 2^64 is TO wrap, not
-        // base/bounds.
-        MemFault::Bounds if rr.src_to.checked_add(u64::from(rr.size)).is_none() => {
-            RdmapError::ToWrap
-        }
-        MemFault::Bounds => RdmapError::BaseBounds,
-    }
 }
 
 /// A Read Request that cannot be answered: it leaves the IRQ, the

@@ -20,7 +20,7 @@ use crate::kif::{
     rdma::handle::QpEvent,
     siw::{self, Sqe, Status, WqeFlags, MAX_INLINE, MAX_SGE},
 };
-use crate::mem::access::{self, invalidate_wait, resolve, MemFault, MemRef, StagCache};
+use crate::mem::access::{self, invalidate_wait, resolve, MemRef, StagCache};
 use crate::mem::MemKind;
 use crate::qp::orq::WrRef;
 use crate::qp::Qp;
@@ -147,7 +147,7 @@ fn resolve_sgl(
         }
         let len = u64::from(s.length);
         let mem = resolve(&qp.mem_xa, cache, s.lkey, qp.pd_id, s.addr, len, need)
-            .map_err(fault_status)?;
+            .map_err(Status::from)?;
         if let Some(slot) = mems.get_mut(k) {
             *slot = Some(mem);
         }
@@ -252,13 +252,4 @@ pub(super) fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: Status) {
     complete_now(qp, idx, sqe, status);
     qp.handle.event(QpEvent::Fatal);
     queue_terminate(qp, RdmapError::LocalCatastrophic.into(), None, 0);
-}
-
-/// The completion status of a local memory fault.
-pub(super) fn fault_status(f: MemFault) -> Status {
-    match f {
-        MemFault::Bounds => Status::LocLenErr,
-        MemFault::Access => Status::LocAccessErr,
-        MemFault::Stag | MemFault::Pd | MemFault::Copy => Status::LocProtErr,
-    }
 }
