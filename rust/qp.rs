@@ -60,14 +60,14 @@ use crate::kif::{
     rdma::attr::Mtu,
     rdma::handle::QpHandle,
     rdma::mmap::UserMapping,
-    rdma::qp::{IbQpState, QpModify, QpQuery},
+    rdma::qp::{QpModify, QpQuery},
     siw::{Cqe, Opcode, Ring, Rqe, Sqe, Status, WqeFlags, MAX_INLINE},
     sock::Socket,
     trace,
 };
 use crate::mem::{self, access};
 use crate::srq::Srq;
-use crate::state::qp::{self as machine, After, Modify, Refused, VerbsState};
+use crate::state::qp::{self as machine, After, Modify, Refused};
 use details::LastTerm;
 use orq::{Irq, Orq, WrRef};
 use rx::RxState;
@@ -82,32 +82,6 @@ pub mod orq;
 mod post;
 pub mod rx;
 pub mod tx;
-
-/// The state machine's name of a verbs state.
-fn verbs_state(s: IbQpState) -> VerbsState {
-    match s {
-        IbQpState::Reset => VerbsState::Reset,
-        IbQpState::Init => VerbsState::Init,
-        IbQpState::Rtr => VerbsState::Rtr,
-        IbQpState::Rts => VerbsState::Rts,
-        IbQpState::Sqd => VerbsState::Sqd,
-        IbQpState::Sqe => VerbsState::Sqe,
-        IbQpState::Err => VerbsState::Err,
-    }
-}
-
-/// The verbs interface's name of a verbs state.
-fn ib_state(s: VerbsState) -> IbQpState {
-    match s {
-        VerbsState::Reset => IbQpState::Reset,
-        VerbsState::Init => IbQpState::Init,
-        VerbsState::Rtr => IbQpState::Rtr,
-        VerbsState::Rts => IbQpState::Rts,
-        VerbsState::Sqd => IbQpState::Sqd,
-        VerbsState::Sqe => IbQpState::Sqe,
-        VerbsState::Err => IbQpState::Err,
-    }
-}
 
 /// Mutable QP state, under [`Qp::inner`].
 pub(crate) struct QpInner {
@@ -317,7 +291,7 @@ impl Qp {
         let Some(target) = m.state else {
             return Ok(());
         };
-        match machine::modify(inner.state, verbs_state(target)) {
+        match machine::modify(inner.state, target) {
             Ok(Modify::Keep) => Ok(()),
             Ok(Modify::Enter { state, after }) => {
                 self.put_state(&mut inner, state);
@@ -401,7 +375,7 @@ impl Qp {
     pub fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
         let inner = self.inner.lock();
         QpQuery {
-            state: ib_state(inner.state.verbs()),
+            state: inner.state.verbs(),
             max_send_wr: self.caps.sq_size,
             max_recv_wr: self.caps.rq_size,
             max_send_sge: self.caps.sq_max_sge,
