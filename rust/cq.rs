@@ -11,7 +11,7 @@ use crate::kif::{
     rdma::cq::CreateCq,
     rdma::handle::CqHandle,
     rdma::mmap::UserMapping,
-    siw::{uresp, wc, Cqe, Ring, CQ_TRAILER},
+    siw::{uresp, Cqe, Ring, Status, WqeFlags, CQ_TRAILER},
 };
 
 /// Notification bits of the shared control word (`enum siw_notify_flags`).
@@ -22,11 +22,6 @@ pub mod notify {
     pub const NEXT: u32 = 2;
 }
 
-/// `SIW_WQE_VALID` of a CQE.
-const CQE_VALID: u8 = 1;
-/// `SIW_WQE_SOLICITED`.
-pub const WQE_SOLICITED: u16 = 1 << 3;
-
 /// Whether a completion of status `status` for a work queue element with
 /// `wqe_flags` wakes a CQ armed with `armed` (the shared control word).
 /// Armed for the next completion, any does; armed for solicited ones
@@ -36,10 +31,10 @@ pub const WQE_SOLICITED: u16 = 1 << 3;
 /// bit set, or if the status is not successful"). Upstream siw leaves
 /// out the second case, so a consumer that waits for solicited
 /// completions never learns that its QP went to error.
-fn wakes(armed: u32, wqe_flags: u16, status: u16) -> bool {
+fn wakes(armed: u32, wqe_flags: WqeFlags, status: Status) -> bool {
     armed & notify::NEXT != 0
         || (armed & notify::SOLICITED != 0
-            && (wqe_flags & WQE_SOLICITED != 0 || status != wc::SUCCESS))
+            && (wqe_flags.contains(WqeFlags::SOLICITED) || status != Status::Success))
 }
 
 /// Producer and consumer positions.
@@ -111,17 +106,17 @@ impl Cq {
     /// Inserts a completion. `wqe_flags` are the flags of the work queue
     /// element (for the solicited rule). Fails with `ENOMEM` on overflow,
     /// which is also reported as a CQ error event.
-    pub fn push(&self, cqe: &Cqe, wqe_flags: u16) -> Result {
+    pub fn push(&self, cqe: &Cqe, wqe_flags: WqeFlags) -> Result {
         let notify_now = {
             let mut p = self.pos.lock();
             let i = p.put;
-            if self.ring.flags(i) & CQE_VALID != 0 {
+            if self.ring.flags(i).contains(WqeFlags::VALID) {
                 drop(p);
                 self.handle.error();
                 return Err(ENOMEM);
             }
             self.ring.write(i, cqe);
-            self.ring.set_flags(i, CQE_VALID | cqe.flags);
+            self.ring.set_flags(i, WqeFlags::VALID | cqe.flags);
             p.put = p.put.wrapping_add(1);
             let armed = self
                 .ring
@@ -146,12 +141,12 @@ impl Cq {
         let mut p = self.pos.lock();
         for _ in 0..max {
             let i = p.get;
-            if self.ring.flags(i) & CQE_VALID == 0 {
+            if !self.ring.flags(i).contains(WqeFlags::VALID) {
                 break;
             }
             let mut c = self.ring.read(i);
             c.flags = self.ring.flags(i);
-            self.ring.set_flags(i, 0);
+            self.ring.set_flags(i, WqeFlags::empty());
             p.get = p.get.wrapping_add(1);
             f(&c);
         }

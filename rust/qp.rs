@@ -67,14 +67,14 @@ use crate::kif::{
     rdma::attr::Mtu,
     rdma::handle::QpHandle,
     rdma::mmap::UserMapping,
-    rdma::qp::{IbQpState, QpModify, QpQuery},
-    siw::{op, wc, wqe, Cqe, Ring, Rqe, Sqe, MAX_INLINE},
+    rdma::qp::{QpModify, QpQuery},
+    siw::{Cqe, Opcode, Ring, Rqe, Sqe, Status, WqeFlags, MAX_INLINE},
     sock::Socket,
     trace,
 };
 use crate::mem;
 use crate::srq::Srq;
-use crate::state::qp::{self as machine, After, Modify, Refused, VerbsState};
+use crate::state::qp::{self as machine, After, Modify, Refused};
 use details::LastTerm;
 use inner::QpInner;
 use lockfree::LockFree;
@@ -93,32 +93,6 @@ pub mod orq;
 mod post;
 pub mod rx;
 pub mod tx;
-
-/// The state machine's name of a verbs state.
-fn verbs_state(s: IbQpState) -> VerbsState {
-    match s {
-        IbQpState::Reset => VerbsState::Reset,
-        IbQpState::Init => VerbsState::Init,
-        IbQpState::Rtr => VerbsState::Rtr,
-        IbQpState::Rts => VerbsState::Rts,
-        IbQpState::Sqd => VerbsState::Sqd,
-        IbQpState::Sqe => VerbsState::Sqe,
-        IbQpState::Err => VerbsState::Err,
-    }
-}
-
-/// The verbs interface's name of a verbs state.
-fn ib_state(s: VerbsState) -> IbQpState {
-    match s {
-        VerbsState::Reset => IbQpState::Reset,
-        VerbsState::Init => IbQpState::Init,
-        VerbsState::Rtr => IbQpState::Rtr,
-        VerbsState::Rts => IbQpState::Rts,
-        VerbsState::Sqd => IbQpState::Sqd,
-        VerbsState::Sqe => IbQpState::Sqe,
-        VerbsState::Err => IbQpState::Err,
-    }
-}
 
 /// What a QP's connection needs of the connection manager's endpoint
 /// (`cm::Cep` implements it): the control-path calls of the QP's
@@ -280,7 +254,7 @@ impl Qp {
         let Some(target) = m.state else {
             return Ok(());
         };
-        match machine::modify(inner.state(), verbs_state(target)) {
+        match machine::modify(inner.state(), target) {
             Ok(Modify::Keep) => Ok(()),
             Ok(Modify::Enter { state, after }) => {
                 self.put_state(&mut inner, state);
@@ -365,7 +339,7 @@ impl Qp {
         let inner = self.inner.lock();
         let (ird, ord) = inner.rd_limits();
         QpQuery {
-            state: ib_state(inner.state().verbs()),
+            state: inner.state().verbs(),
             max_send_wr: self.caps.sq_size,
             max_recv_wr: self.caps.rq_size,
             max_send_sge: self.caps.sq_max_sge,
@@ -380,23 +354,29 @@ impl Qp {
 
     /// Completes a send queue element into the send CQ (when signalled or
     /// failed) and gives the slot back.
-    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: u16) -> Result {
+    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: Status) -> Result {
         let r = self.complete_wr(WrRef::of(sqe), bytes, status);
-        self.sq.set_flags(i, 0);
+        self.sq.set_flags(i, WqeFlags::empty());
         r
     }
 
     /// Completes a receive element into the receive CQ.
-    pub fn complete_rqe(&self, rqe: &Rqe, bytes: u32, inval: Option<u32>, status: u16) -> Result {
+    pub fn complete_rqe(
+        &self,
+        rqe: &Rqe,
+        bytes: u32,
+        inval: Option<u32>,
+        status: Status,
+    ) -> Result {
         let Some(cq) = &self.rcq else { return Ok(()) };
         let c = Cqe {
             id: rqe.id,
             flags: if inval.is_some() {
-                wqe::REM_INVAL as u8
+                WqeFlags::REM_INVAL
             } else {
-                0
+                WqeFlags::empty()
             },
-            opcode: op::RECEIVE,
+            opcode: Opcode::Receive.into(),
             status,
             bytes,
             imm_or_inval: inval.unwrap_or(0) as u64,
@@ -407,11 +387,11 @@ impl Qp {
 
     /// Completes a send work request whose queue slot was already given
     /// back (RDMA Reads, completed from the ORQ by their Read Response).
-    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: u16) -> Result {
-        if wr.flags & wqe::SIGNALLED != 0 || self.sig_all || status != wc::SUCCESS {
+    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
+        if wr.flags.contains(WqeFlags::SIGNALLED) || self.sig_all || status != Status::Success {
             let c = Cqe {
                 id: wr.id,
-                flags: 0,
+                flags: WqeFlags::empty(),
                 opcode: wr.opcode,
                 status,
                 bytes,
@@ -455,14 +435,14 @@ impl Qp {
             let i = {
                 let mut inner = self.inner.lock();
                 let i = inner.sq_get();
-                if self.sq.flags(i) & wqe::VALID == 0 {
+                if !self.sq.flags(i).contains(WqeFlags::VALID) {
                     break;
                 }
                 inner.take_sq_slot(i, None);
                 i
             };
             let sqe = self.sq.read(i);
-            if self.complete_sqe(i, &sqe, 0, wc::WR_FLUSH_ERR).is_err() {
+            if self.complete_sqe(i, &sqe, 0, Status::WrFlushErr).is_err() {
                 break;
             }
             n += 1;
@@ -484,7 +464,10 @@ impl Qp {
             let Some(rqe) = self.rx.lock().take_rqe(rq) else {
                 break;
             };
-            if self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR).is_err() {
+            if self
+                .complete_rqe(&rqe, 0, None, Status::WrFlushErr)
+                .is_err()
+            {
                 break;
             }
             n += 1;

@@ -12,7 +12,7 @@ use crate::kif::{
     rdma::mmap::UserMapping,
     rdma::srq::{CreateSrq, SrqAttr},
     rdma::wr::RecvWrs,
-    siw::{uresp, Ring, Rqe, MAX_SGE, WQE_VALID},
+    siw::{uresp, Ring, Rqe, WqeFlags, MAX_SGE},
 };
 
 /// Mutable SRQ state.
@@ -144,8 +144,8 @@ impl Srq {
                 // Count the valid elements left (user space posts without
                 // telling us, so look at the ring).
                 let mut left = 0;
-                while left < st.limit && self.ring.flags(st.get.wrapping_add(left)) & WQE_VALID != 0
-                {
+                let valid = |k: u32| self.ring.flags(k).contains(WqeFlags::VALID);
+                while left < st.limit && valid(st.get.wrapping_add(left)) {
                     left += 1;
                 }
                 if left < st.limit {

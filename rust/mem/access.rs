@@ -6,8 +6,10 @@
 //! one consistent look), each piece of a transfer inside the memory's
 //! gate ([`MemRef::enter`], [`MemRef::write`]), invalidation, and copying
 //! out of and into registered memory (user pages, DMA MRs,
-//! fast-registration page lists). Shared by the transmit and the receive
-//! side of the QPs.
+//! fast-registration page lists), and what a refusal becomes: the
+//! completion status of a local work request, the TERMINATE of a tagged
+//! segment or of a Read Request ([`MemFault`]). Shared by the transmit
+//! and the receive side of the QPs.
 //!
 //! The rule it keeps: after an invalidation or deregistration completed,
 //! not one octet is placed into the memory or read out of it. A transfer
@@ -24,8 +26,10 @@ use crate::kif::{
     compat::sync::SpinLockIrq,
     rcu_xarray::{LookupCache, RcuXArray},
     rdma::umem::{kernel_slice, kernel_write},
+    siw::Status,
 };
 use crate::state::gate::{InvalidateError, Ticket};
+use crate::wire::error::{DdpError, ProtocolError, RdmapError};
 
 // IB access flags (`enum ib_access_flags`).
 
@@ -54,8 +58,54 @@ pub(crate) enum MemFault {
     Access,
     /// The range is outside the memory object.
     Bounds,
+    /// The range wraps past 2^64 (its address plus its length overflows).
+    Wrap,
     /// The copy itself failed (a page list shorter than its length).
     Copy,
+}
+
+/// The completion status of a work request whose local memory (an SGE,
+/// the sink of a Read) was refused.
+impl From<MemFault> for Status {
+    fn from(f: MemFault) -> Self {
+        match f {
+            MemFault::Bounds | MemFault::Wrap => Self::LocLenErr,
+            MemFault::Access => Self::LocAccessErr,
+            MemFault::Stag | MemFault::Pd | MemFault::Copy => Self::LocProtErr,
+        }
+    }
+}
+
+impl MemFault {
+    /// The TERMINATE error of a tagged DDP segment (a Write, a Read
+    /// Response) whose sink memory was refused: DDP's tagged buffer
+    /// errors (RFC 5041 section 7), but missing rights are RDMAP's access
+    /// rights violation (RFC 5040 section 4.8).
+    pub(crate) fn tagged_error(self) -> ProtocolError {
+        match self {
+            Self::Stag => DdpError::TaggedInvalidStag.into(),
+            Self::Pd => DdpError::TaggedStagNotAssociated.into(),
+            Self::Access => RdmapError::AccessRights.into(),
+            Self::Bounds => DdpError::TaggedBaseBounds.into(),
+            Self::Wrap => DdpError::TaggedToWrap.into(),
+            Self::Copy => DdpError::LocalCatastrophic.into(),
+        }
+    }
+
+    /// The RDMAP TERMINATE error of a Read Request whose source memory
+    /// was refused, or went away while its Read Response was sent (RFC
+    /// 5040 4.8: a source TO + size past 2^64 is TO wrap, not
+    /// base/bounds).
+    pub(crate) fn read_error(self) -> RdmapError {
+        match self {
+            Self::Stag => RdmapError::InvalidStag,
+            Self::Pd => RdmapError::StagNotAssociated,
+            Self::Access => RdmapError::AccessRights,
+            Self::Bounds => RdmapError::BaseBounds,
+            Self::Wrap => RdmapError::ToWrap,
+            Self::Copy => RdmapError::LocalCatastrophic,
+        }
+    }
 }
 
 /// The last STag index one side of a QP looked up: the next message
@@ -164,7 +214,7 @@ fn check_registration(
         return Err(MemFault::Access);
     }
     let va = mem.va.get();
-    let end = addr.checked_add(len).ok_or(MemFault::Bounds)?;
+    let end = addr.checked_add(len).ok_or(MemFault::Wrap)?;
     if addr < va || end > va.saturating_add(mem.len.get()) {
         return Err(MemFault::Bounds);
     }
@@ -209,6 +259,17 @@ impl From<InvalidateError> for InvalFault {
         match e {
             InvalidateError::Stale => Self::Stag,
             InvalidateError::Busy => Self::Busy,
+        }
+    }
+}
+
+/// The RDMAP TERMINATE error of a Send with Invalidate whose STag could
+/// not be invalidated.
+impl From<InvalFault> for RdmapError {
+    fn from(f: InvalFault) -> Self {
+        match f {
+            InvalFault::Pd => Self::ProtectionCannotInvalidate,
+            InvalFault::Stag | InvalFault::Busy => Self::OperationCannotInvalidate,
         }
     }
 }

@@ -10,7 +10,7 @@
 use kernel::{alloc::AllocError, prelude::*};
 
 use super::lockfree::LockFree;
-use crate::kif::siw::{Sge, Sqe};
+use crate::kif::siw::{Opcode, RawOpcode, Sge, Sqe, WqeFlags};
 use crate::mem::access::MemRef;
 use crate::state::fifo::{self, Slots};
 use crate::wire::rdmap::ReadRequest;
@@ -41,9 +41,9 @@ pub struct OrqEntry {
     /// Work request id.
     pub id: u64,
     /// Work request flags.
-    pub flags: u16,
-    /// `op::READ` or `op::READ_LOCAL_INV`.
-    pub opcode: u8,
+    pub flags: WqeFlags,
+    /// [`Opcode::Read`] or [`Opcode::ReadLocalInv`].
+    pub opcode: Opcode,
     /// The sink SGE (STag = lkey, TO = address).
     pub sink: Sge,
     /// The sink memory (none for a zero-length Read).
@@ -58,7 +58,7 @@ impl OrqEntry {
         WrRef {
             id: self.id,
             flags: self.flags,
-            opcode: self.opcode,
+            opcode: self.opcode.into(),
         }
     }
 }
@@ -79,9 +79,9 @@ pub struct WrRef {
     /// Work request id.
     pub id: u64,
     /// Work request flags.
-    pub flags: u16,
-    /// Opcode.
-    pub opcode: u8,
+    pub flags: WqeFlags,
+    /// Opcode, as the element had it.
+    pub opcode: RawOpcode,
 }
 
 impl WrRef {

@@ -11,29 +11,29 @@ use super::{tx, Qp};
 use crate::base::{stats::Counter, Rsiw};
 use crate::kif::{
     rdma::wr::{RecvWrs, SendKind, SendWr, SendWrs},
-    siw::{op, wc, wqe, Cqe, Rqe, Sqe},
+    siw::{Cqe, Opcode, Rqe, Sqe, Status, WqeFlags},
 };
 use crate::mem::access;
 use crate::state::qp::Post;
 
 /// The send queue opcode of a work request.
-fn opcode(kind: &SendKind<Rsiw>) -> u8 {
+fn opcode(kind: &SendKind<Rsiw>) -> Opcode {
     match kind {
-        SendKind::Send { invalidate: None } => op::SEND,
+        SendKind::Send { invalidate: None } => Opcode::Send,
         SendKind::Send {
             invalidate: Some(_),
-        } => op::SEND_REMOTE_INV,
-        SendKind::Write { .. } => op::WRITE,
+        } => Opcode::SendRemoteInv,
+        SendKind::Write { .. } => Opcode::Write,
         SendKind::Read {
             invalidate_local: false,
             ..
-        } => op::READ,
+        } => Opcode::Read,
         SendKind::Read {
             invalidate_local: true,
             ..
-        } => op::READ_LOCAL_INV,
-        SendKind::LocalInv { .. } => op::INVAL_STAG,
-        SendKind::RegMr { .. } => op::REG_MR,
+        } => Opcode::ReadLocalInv,
+        SendKind::LocalInv { .. } => Opcode::InvalStag,
+        SendKind::RegMr { .. } => Opcode::RegMr,
     }
 }
 
@@ -46,24 +46,24 @@ fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
     }
     let mut sqe = Sqe {
         id: wr.id,
-        flags: 0,
+        flags: WqeFlags::empty(),
         num_sge: wr.num_sge as u8,
-        opcode: opcode(&wr.kind),
+        opcode: opcode(&wr.kind).into(),
         rkey: 0,
         raddr: 0,
         sge: wr.sge,
         access: 0,
     };
     if wr.signaled {
-        sqe.flags |= wqe::SIGNALLED;
+        sqe.flags |= WqeFlags::SIGNALLED;
     }
     if wr.fence {
-        sqe.flags |= wqe::READ_FENCE;
+        sqe.flags |= WqeFlags::READ_FENCE;
     }
     match wr.kind {
         SendKind::Send { invalidate } => {
             if wr.solicited {
-                sqe.flags |= wqe::SOLICITED;
+                sqe.flags |= WqeFlags::SOLICITED;
             }
             if let Some(k) = invalidate {
                 sqe.rkey = k;
@@ -99,7 +99,7 @@ fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
         }
     }
     if let Some((data, len)) = wr.inline {
-        sqe.flags |= wqe::INLINE;
+        sqe.flags |= WqeFlags::INLINE;
         sqe.num_sge = 1;
         sqe.sge[0].length = len as u32;
         sqe.set_inline_data(&data);
@@ -129,12 +129,12 @@ impl Qp {
         for wr in wrs {
             let wr = wr?;
             let i = inner.sq_put();
-            if self.sq.flags(i) != 0 {
+            if !self.sq.flags(i).is_empty() {
                 return Err(ENOMEM);
             }
             let sqe = sqe_of(&wr, self.caps.sq_max_sge)?;
             self.sq.write(i, &sqe);
-            self.sq.set_flags(i, sqe.flags | wqe::VALID);
+            self.sq.set_flags(i, sqe.flags | WqeFlags::VALID);
             inner.sq_filled();
         }
         drop(inner);
@@ -186,14 +186,14 @@ impl Qp {
             let wr = wr?;
             let c = Cqe {
                 id: wr.id,
-                flags: 0,
-                opcode: opcode(&wr.kind),
-                status: wc::WR_FLUSH_ERR,
+                flags: WqeFlags::empty(),
+                opcode: opcode(&wr.kind).into(),
+                status: Status::WrFlushErr,
                 bytes: 0,
                 imm_or_inval: 0,
                 qp: self.cqe_qp(),
             };
-            self.scq.push(&c, 0)?;
+            self.scq.push(&c, WqeFlags::empty())?;
         }
         Ok(())
     }
@@ -228,11 +228,11 @@ impl Qp {
             let wr = wr?;
             let rqe = Rqe {
                 id: wr.id,
-                flags: 0,
+                flags: WqeFlags::empty(),
                 num_sge: 0,
                 sge: wr.sge,
             };
-            self.complete_rqe(&rqe, 0, None, wc::WR_FLUSH_ERR)?;
+            self.complete_rqe(&rqe, 0, None, Status::WrFlushErr)?;
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use kernel::{
 };
 
 use super::{lockfree::Receiving, Qp, QpState};
-use crate::kif::siw::wc;
+use crate::kif::siw::Status;
 use crate::kif::sock::{SockEvents, SockRx, TcpState};
 use crate::wire::{mpa::MpaMode, rx::RxConfig};
 use actions::Actions;
@@ -125,10 +125,10 @@ pub(super) fn llp_closed(qp: &Arc<Qp>) {
 pub(super) fn flush_active(qp: &Qp) {
     let m = qp.rx.lock().flush_active();
     if let Some((rqe, _, status)) = m {
-        let status = if status != wc::SUCCESS {
+        let status = if status != Status::Success {
             status
         } else {
-            wc::WR_FLUSH_ERR
+            Status::WrFlushErr
         };
         let _ = qp.complete_rqe(&rqe, 0, None, status);
     }

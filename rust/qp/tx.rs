@@ -41,7 +41,7 @@ use crate::base::limits;
 use crate::base::stats::Counter;
 use crate::kif::{
     rdma::handle::QpEvent,
-    siw::{wc, wqe},
+    siw::{Status, WqeFlags},
 };
 use crate::mem::access::MemFault;
 use crate::wire::{
@@ -96,7 +96,7 @@ pub(super) fn flush_orq(qp: &Qp) {
     loop {
         let e = qp.orq.lock().pop();
         let Some(e) = e else { break };
-        if qp.complete_wr(e.wr(), 0, wc::WR_FLUSH_ERR).is_err() {
+        if qp.complete_wr(e.wr(), 0, Status::WrFlushErr).is_err() {
             break;
         }
     }
@@ -108,13 +108,13 @@ pub(super) fn flush_orq(qp: &Qp) {
 fn flush_active_wr(qp: &Qp) {
     let wr = qp.inner.lock().take_active();
     if let Some(wr) = wr {
-        let _ = qp.complete_wr(wr, 0, wc::WR_FLUSH_ERR);
+        let _ = qp.complete_wr(wr, 0, Status::WrFlushErr);
     }
 }
 
 /// Completes the Send or Write whose last octet went to TCP (unless it
 /// was flushed meanwhile).
-fn complete_active_wr(qp: &Qp, bytes: u32, status: u16) {
+fn complete_active_wr(qp: &Qp, bytes: u32, status: Status) {
     let wr = qp.inner.lock().take_active();
     if let Some(wr) = wr {
         let _ = qp.complete_wr(wr, bytes, status);
@@ -290,7 +290,7 @@ fn another_queued(qp: &Qp, tx: &TxState, state: QpState) -> bool {
         && tx.job_kind() == Some(Kind::Wr)
         && tx
             .sq_next()
-            .is_some_and(|i| qp.sq.flags(i) & wqe::VALID != 0)
+            .is_some_and(|i| qp.sq.flags(i).contains(WqeFlags::VALID))
 }
 
 /// At the first batch of a message: notes whether the application
@@ -353,7 +353,7 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
     });
     match kind {
         Kind::Wr => {
-            complete_active_wr(qp, total, wc::SUCCESS);
+            complete_active_wr(qp, total, Status::Success);
             false
         }
         Kind::ReadReq | Kind::Rtr => false,
@@ -389,13 +389,10 @@ fn memory_gone<'a>(
     let err: ProtocolError = match tx.end_job() {
         Some((Kind::ReadResp, _)) => {
             qp.irq.lock().end_response();
-            match fault {
-                MemFault::Copy => RdmapError::LocalCatastrophic.into(),
-                _ => RdmapError::InvalidStag.into(),
-            }
+            fault.read_error().into()
         }
         Some((Kind::Wr, _)) => {
-            complete_active_wr(qp, 0, sq::fault_status(fault));
+            complete_active_wr(qp, 0, Status::from(fault));
             qp.handle.event(QpEvent::Fatal);
             RdmapError::LocalCatastrophic.into()
         }
@@ -416,7 +413,7 @@ fn memory_gone<'a>(
 #[cold]
 fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, e: Error) {
     if tx.end_job().is_some_and(|(kind, _)| kind == Kind::Wr) {
-        complete_active_wr(qp, 0, wc::GENERAL_ERR);
+        complete_active_wr(qp, 0, Status::GeneralErr);
     }
     crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), e);
     drop(tx);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Queue pairs as the verbs see them: creation arguments, states,
-//! `modify_qp` requests and `query_qp` results.
+//! `modify_qp` requests and `query_qp` results. The states are the QP
+//! state core's [`VerbsState`] (`enum ib_qp_state`), which this module
+//! converts from and to the kernel's values.
 
 use kernel::{bindings, sync::Arc};
 
 use super::{attr::Mtu, handle::QpHandle, mmap::UserCtx, udata::Udata, Driver};
+use crate::state::qp::VerbsState;
 
 /// QP creation attributes.
 #[derive(Clone, Copy, Debug)]
@@ -50,49 +53,31 @@ pub struct CreateQp<'a, T: Driver> {
     pub udata: Udata<'a>,
 }
 
-/// IB QP states.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IbQpState {
-    /// Reset.
-    Reset,
-    /// Initialised.
-    Init,
-    /// Ready to receive.
-    Rtr,
-    /// Ready to send.
-    Rts,
-    /// Send queue drain.
-    Sqd,
-    /// Send queue error.
-    Sqe,
-    /// Error.
-    Err,
+/// The state of a kernel `enum ib_qp_state` value (none for a value
+/// outside the enum).
+pub(super) fn state_from_raw(v: bindings::ib_qp_state) -> Option<VerbsState> {
+    Some(match v {
+        bindings::ib_qp_state_IB_QPS_RESET => VerbsState::Reset,
+        bindings::ib_qp_state_IB_QPS_INIT => VerbsState::Init,
+        bindings::ib_qp_state_IB_QPS_RTR => VerbsState::Rtr,
+        bindings::ib_qp_state_IB_QPS_RTS => VerbsState::Rts,
+        bindings::ib_qp_state_IB_QPS_SQD => VerbsState::Sqd,
+        bindings::ib_qp_state_IB_QPS_SQE => VerbsState::Sqe,
+        bindings::ib_qp_state_IB_QPS_ERR => VerbsState::Err,
+        _ => return None,
+    })
 }
 
-impl IbQpState {
-    pub(super) fn from_raw(v: bindings::ib_qp_state) -> Option<Self> {
-        Some(match v {
-            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
-            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
-            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
-            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
-            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
-            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
-            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
-            _ => return None,
-        })
-    }
-
-    pub(super) fn raw(self) -> bindings::ib_qp_state {
-        match self {
-            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
-            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
-            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
-            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
-            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
-            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
-            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
-        }
+/// The kernel's `enum ib_qp_state` value of a state.
+fn state_raw(s: VerbsState) -> bindings::ib_qp_state {
+    match s {
+        VerbsState::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+        VerbsState::Init => bindings::ib_qp_state_IB_QPS_INIT,
+        VerbsState::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+        VerbsState::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+        VerbsState::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+        VerbsState::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+        VerbsState::Err => bindings::ib_qp_state_IB_QPS_ERR,
     }
 }
 
@@ -100,7 +85,7 @@ impl IbQpState {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QpModify {
     /// New state.
-    pub state: Option<IbQpState>,
+    pub state: Option<VerbsState>,
     /// New access flags (IB_ACCESS_*).
     pub access: Option<u32>,
     /// Attribute bits outside the standard set were given.
@@ -111,7 +96,7 @@ pub struct QpModify {
 #[derive(Clone, Copy, Debug)]
 pub struct QpQuery {
     /// Current state.
-    pub state: IbQpState,
+    pub state: VerbsState,
     /// Send queue size.
     pub max_send_wr: u32,
     /// Receive queue size.
@@ -135,8 +120,8 @@ pub struct QpQuery {
 impl QpQuery {
     /// Fills the core's `ib_qp_attr`.
     pub(super) fn write_to(&self, a: &mut bindings::ib_qp_attr) {
-        a.qp_state = self.state.raw();
-        a.cur_qp_state = self.state.raw();
+        a.qp_state = state_raw(self.state);
+        a.cur_qp_state = state_raw(self.state);
         a.cap = bindings::ib_qp_cap {
             max_send_wr: self.max_send_wr,
             max_recv_wr: self.max_recv_wr,

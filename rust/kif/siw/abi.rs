@@ -18,71 +18,235 @@ use crate::kif::rdma::{
 pub const MAX_SGE: usize = bindings::SIW_MAX_SGE as usize;
 /// Largest inline payload: the room of SGEs 1.. of a send queue element.
 pub const MAX_INLINE: usize = size_of::<bindings::siw_sge>() * (MAX_SGE - 1);
-/// The owner flag of a queue element (`SIW_WQE_VALID`).
-pub const WQE_VALID: u16 = wqe::VALID;
 
 // A kernel consumer's work request is copied into an element as it is.
 const _: () = assert!(MAX_SGE == crate::kif::rdma::wr::MAX_SGE);
 const _: () = assert!(MAX_INLINE == crate::kif::rdma::wr::MAX_INLINE);
 
-/// `enum siw_opcode`.
-#[allow(missing_docs)]
-pub mod op {
-    use kernel::bindings as b;
+/// A fieldless enum of the ABI whose discriminants are the values of the
+/// kernel's bindings: converting from the raw integer of a ring is
+/// fallible (the unknown value is the error), converting to it is not.
+macro_rules! abi_enum {
+    (
+        $(#[$m:meta])*
+        pub enum $name:ident: $int:ident {
+            $($(#[$vm:meta])* $v:ident = $val:expr,)*
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr($int)]
+        pub enum $name {
+            $($(#[$vm])* $v = $val as $int,)*
+        }
 
-    pub const WRITE: u8 = b::siw_opcode_SIW_OP_WRITE as u8;
-    pub const READ: u8 = b::siw_opcode_SIW_OP_READ as u8;
-    pub const READ_LOCAL_INV: u8 = b::siw_opcode_SIW_OP_READ_LOCAL_INV as u8;
-    pub const SEND: u8 = b::siw_opcode_SIW_OP_SEND as u8;
-    pub const SEND_WITH_IMM: u8 = b::siw_opcode_SIW_OP_SEND_WITH_IMM as u8;
-    pub const SEND_REMOTE_INV: u8 = b::siw_opcode_SIW_OP_SEND_REMOTE_INV as u8;
-    pub const RECEIVE: u8 = b::siw_opcode_SIW_OP_RECEIVE as u8;
-    pub const READ_RESPONSE: u8 = b::siw_opcode_SIW_OP_READ_RESPONSE as u8;
-    pub const INVAL_STAG: u8 = b::siw_opcode_SIW_OP_INVAL_STAG as u8;
-    pub const REG_MR: u8 = b::siw_opcode_SIW_OP_REG_MR as u8;
+        impl TryFrom<$int> for $name {
+            type Error = $int;
+
+            fn try_from(raw: $int) -> core::result::Result<Self, $int> {
+                $(if raw == Self::$v as $int {
+                    return Ok(Self::$v);
+                })*
+                Err(raw)
+            }
+        }
+
+        impl From<$name> for $int {
+            fn from(v: $name) -> $int {
+                v as $int
+            }
+        }
+    };
 }
 
-/// `enum siw_wqe_flags`.
-#[allow(missing_docs)]
-pub mod wqe {
-    use kernel::bindings as b;
-
-    pub const VALID: u16 = b::siw_wqe_flags_SIW_WQE_VALID as u16;
-    pub const INLINE: u16 = b::siw_wqe_flags_SIW_WQE_INLINE as u16;
-    pub const SIGNALLED: u16 = b::siw_wqe_flags_SIW_WQE_SIGNALLED as u16;
-    pub const SOLICITED: u16 = b::siw_wqe_flags_SIW_WQE_SOLICITED as u16;
-    pub const READ_FENCE: u16 = b::siw_wqe_flags_SIW_WQE_READ_FENCE as u16;
-    pub const REM_INVAL: u16 = b::siw_wqe_flags_SIW_WQE_REM_INVAL as u16;
+abi_enum! {
+    /// The opcode of a queue element (`enum siw_opcode`).
+    pub enum Opcode: u8 {
+        /// RDMA Write.
+        Write = bindings::siw_opcode_SIW_OP_WRITE,
+        /// RDMA Read.
+        Read = bindings::siw_opcode_SIW_OP_READ,
+        /// RDMA Read, then a local invalidation of the sink STag.
+        ReadLocalInv = bindings::siw_opcode_SIW_OP_READ_LOCAL_INV,
+        /// Send.
+        Send = bindings::siw_opcode_SIW_OP_SEND,
+        /// Send with immediate data (not supported by iWARP).
+        SendWithImm = bindings::siw_opcode_SIW_OP_SEND_WITH_IMM,
+        /// Send with Invalidate of a remote STag.
+        SendRemoteInv = bindings::siw_opcode_SIW_OP_SEND_REMOTE_INV,
+        /// A receive (completions of the receive queue).
+        Receive = bindings::siw_opcode_SIW_OP_RECEIVE,
+        /// A Read Response (not posted by consumers).
+        ReadResponse = bindings::siw_opcode_SIW_OP_READ_RESPONSE,
+        /// Local Invalidate of an STag.
+        InvalStag = bindings::siw_opcode_SIW_OP_INVAL_STAG,
+        /// Fast registration of a memory region.
+        RegMr = bindings::siw_opcode_SIW_OP_REG_MR,
+    }
 }
 
-/// `enum siw_wc_status`.
-#[allow(missing_docs)]
-pub mod wc {
-    use kernel::bindings as b;
-
-    pub const SUCCESS: u16 = b::siw_wc_status_SIW_WC_SUCCESS as u16;
-    pub const LOC_LEN_ERR: u16 = b::siw_wc_status_SIW_WC_LOC_LEN_ERR as u16;
-    pub const LOC_PROT_ERR: u16 = b::siw_wc_status_SIW_WC_LOC_PROT_ERR as u16;
-    pub const LOC_QP_OP_ERR: u16 = b::siw_wc_status_SIW_WC_LOC_QP_OP_ERR as u16;
-    pub const WR_FLUSH_ERR: u16 = b::siw_wc_status_SIW_WC_WR_FLUSH_ERR as u16;
-    pub const BAD_RESP_ERR: u16 = b::siw_wc_status_SIW_WC_BAD_RESP_ERR as u16;
-    pub const LOC_ACCESS_ERR: u16 = b::siw_wc_status_SIW_WC_LOC_ACCESS_ERR as u16;
-    pub const REM_ACCESS_ERR: u16 = b::siw_wc_status_SIW_WC_REM_ACCESS_ERR as u16;
-    pub const REM_INV_REQ_ERR: u16 = b::siw_wc_status_SIW_WC_REM_INV_REQ_ERR as u16;
-    pub const GENERAL_ERR: u16 = b::siw_wc_status_SIW_WC_GENERAL_ERR as u16;
+abi_enum! {
+    /// The status of a completion (`enum siw_wc_status`).
+    pub enum Status: u16 {
+        /// Success.
+        Success = bindings::siw_wc_status_SIW_WC_SUCCESS,
+        /// Local length error.
+        LocLenErr = bindings::siw_wc_status_SIW_WC_LOC_LEN_ERR,
+        /// Local protection error.
+        LocProtErr = bindings::siw_wc_status_SIW_WC_LOC_PROT_ERR,
+        /// Local QP operation error.
+        LocQpOpErr = bindings::siw_wc_status_SIW_WC_LOC_QP_OP_ERR,
+        /// Flushed (the QP went to error).
+        WrFlushErr = bindings::siw_wc_status_SIW_WC_WR_FLUSH_ERR,
+        /// Bad response.
+        BadRespErr = bindings::siw_wc_status_SIW_WC_BAD_RESP_ERR,
+        /// Local access error.
+        LocAccessErr = bindings::siw_wc_status_SIW_WC_LOC_ACCESS_ERR,
+        /// Remote access error.
+        RemAccessErr = bindings::siw_wc_status_SIW_WC_REM_ACCESS_ERR,
+        /// Remote invalid request.
+        RemInvReqErr = bindings::siw_wc_status_SIW_WC_REM_INV_REQ_ERR,
+        /// General error.
+        GeneralErr = bindings::siw_wc_status_SIW_WC_GENERAL_ERR,
+    }
 }
+
+impl From<Status> for WcStatus {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Success => Self::Success,
+            Status::LocLenErr => Self::LocLenErr,
+            Status::LocProtErr => Self::LocProtErr,
+            Status::LocQpOpErr => Self::LocQpOpErr,
+            Status::WrFlushErr => Self::WrFlushErr,
+            Status::BadRespErr => Self::BadRespErr,
+            Status::LocAccessErr => Self::LocAccessErr,
+            Status::RemAccessErr => Self::RemAccessErr,
+            Status::RemInvReqErr => Self::RemInvReqErr,
+            Status::GeneralErr => Self::GeneralErr,
+        }
+    }
+}
+
+/// The opcode octet of a queue element as it was read: user space may
+/// write any value into its send queue. [`RawOpcode::get`] tells the
+/// [`Opcode`]; a completion of the element reports the octet as it was.
+/// Compares with an [`Opcode`] directly (one compare of the octet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct RawOpcode(u8);
+
+impl RawOpcode {
+    /// The opcode, or the unknown octet.
+    pub fn get(self) -> core::result::Result<Opcode, u8> {
+        Opcode::try_from(self.0)
+    }
+
+    /// The octet.
+    pub fn octet(self) -> u8 {
+        self.0
+    }
+}
+
+impl From<Opcode> for RawOpcode {
+    fn from(op: Opcode) -> Self {
+        Self(op.into())
+    }
+}
+
+impl PartialEq<Opcode> for RawOpcode {
+    fn eq(&self, op: &Opcode) -> bool {
+        self.0 == *op as u8
+    }
+}
+
+/// The flags of a queue element (`enum siw_wqe_flags`), also the owner
+/// bit of a ring slot ([`WqeFlags::VALID`]). Bits without a name are
+/// kept as they were read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct WqeFlags(u16);
+
+impl WqeFlags {
+    /// The element belongs to its consumer (`SIW_WQE_VALID`).
+    pub const VALID: Self = Self(bindings::siw_wqe_flags_SIW_WQE_VALID as u16);
+    /// The payload is inline in the element (`SIW_WQE_INLINE`).
+    pub const INLINE: Self = Self(bindings::siw_wqe_flags_SIW_WQE_INLINE as u16);
+    /// Completes into the CQ even on success (`SIW_WQE_SIGNALLED`).
+    pub const SIGNALLED: Self = Self(bindings::siw_wqe_flags_SIW_WQE_SIGNALLED as u16);
+    /// Solicited event (`SIW_WQE_SOLICITED`).
+    pub const SOLICITED: Self = Self(bindings::siw_wqe_flags_SIW_WQE_SOLICITED as u16);
+    /// Waits for the Reads before it (`SIW_WQE_READ_FENCE`).
+    pub const READ_FENCE: Self = Self(bindings::siw_wqe_flags_SIW_WQE_READ_FENCE as u16);
+    /// A completion that invalidated an STag (`SIW_WQE_REM_INVAL`).
+    pub const REM_INVAL: Self = Self(bindings::siw_wqe_flags_SIW_WQE_REM_INVAL as u16);
+
+    /// No flags.
+    pub const fn empty() -> Self {
+        Self(0)
+    }
+
+    /// The flags of a raw flags field (every bit kept).
+    pub const fn from_bits(raw: u16) -> Self {
+        Self(raw)
+    }
+
+    /// The raw flags field of a send or receive queue element.
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+
+    /// The flags of a completion queue element's raw flags field.
+    pub const fn from_cqe_bits(raw: u8) -> Self {
+        Self(raw as u16)
+    }
+
+    /// The raw flags field of a completion queue element, one octet: the
+    /// flags a CQE carries (valid, solicited, remote invalidate) fit.
+    pub const fn cqe_bits(self) -> u8 {
+        self.0 as u8
+    }
+
+    /// Whether no flag is set.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for WqeFlags {
+    type Output = Self;
+
+    fn bitor(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+}
+
+impl core::ops::BitOrAssign for WqeFlags {
+    fn bitor_assign(&mut self, other: Self) {
+        self.0 |= other.0;
+    }
+}
+
+// The CQE's flags field is one octet.
+const _: () = assert!(WqeFlags::REM_INVAL.0 <= u8::MAX as u16);
+const _: () = assert!(WqeFlags::SOLICITED.0 <= u8::MAX as u16);
 
 /// A send queue element (`struct siw_sqe`).
 #[derive(Clone, Copy, Debug)]
 pub struct Sqe {
     /// Work request id.
     pub id: u64,
-    /// `SIW_WQE_*` flags.
-    pub flags: u16,
+    /// Flags.
+    pub flags: WqeFlags,
     /// Number of SGEs used.
     pub num_sge: u8,
-    /// `SIW_OP_*` opcode.
-    pub opcode: u8,
+    /// Opcode, as user space wrote it.
+    pub opcode: RawOpcode,
     /// Remote key, or the STag to invalidate or register.
     pub rkey: u32,
     /// Remote address, or the MR handle of a REG_MR.
@@ -133,8 +297,8 @@ impl Sqe {
 pub struct Rqe {
     /// Work request id.
     pub id: u64,
-    /// `SIW_WQE_*` flags.
-    pub flags: u16,
+    /// Flags.
+    pub flags: WqeFlags,
     /// Number of SGEs used.
     pub num_sge: u8,
     /// SGEs.
@@ -142,16 +306,16 @@ pub struct Rqe {
 }
 
 /// A completion queue element (`struct siw_cqe`).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Cqe {
     /// Work request id.
     pub id: u64,
-    /// `SIW_WQE_*` flags (valid, solicited, remote invalidate).
-    pub flags: u8,
-    /// `SIW_OP_*` opcode.
-    pub opcode: u8,
-    /// `SIW_WC_*` status.
-    pub status: u16,
+    /// Flags (valid, solicited, remote invalidate).
+    pub flags: WqeFlags,
+    /// Opcode of the work request (as its element had it).
+    pub opcode: RawOpcode,
+    /// Status.
+    pub status: Status,
     /// Octets transferred.
     pub bytes: u32,
     /// Invalidated STag (with `SIW_WQE_REM_INVAL`) or immediate data.
@@ -164,33 +328,21 @@ impl Cqe {
     /// The work completion a kernel consumer gets for this CQE (of a
     /// kernel CQ, whose `qp` is the QP's token).
     pub fn work_completion(&self) -> WorkCompletion {
-        let opcode = match self.opcode {
-            op::WRITE => WcOpcode::RdmaWrite,
-            op::SEND | op::SEND_WITH_IMM | op::SEND_REMOTE_INV => WcOpcode::Send,
-            op::READ | op::READ_LOCAL_INV => WcOpcode::RdmaRead,
-            op::INVAL_STAG => WcOpcode::LocalInv,
-            op::REG_MR => WcOpcode::RegMr,
-            _ => WcOpcode::Recv,
-        };
-        let status = match self.status {
-            wc::SUCCESS => WcStatus::Success,
-            wc::LOC_LEN_ERR => WcStatus::LocLenErr,
-            wc::LOC_PROT_ERR => WcStatus::LocProtErr,
-            wc::LOC_QP_OP_ERR => WcStatus::LocQpOpErr,
-            wc::WR_FLUSH_ERR => WcStatus::WrFlushErr,
-            wc::BAD_RESP_ERR => WcStatus::BadRespErr,
-            wc::LOC_ACCESS_ERR => WcStatus::LocAccessErr,
-            wc::REM_ACCESS_ERR => WcStatus::RemAccessErr,
-            wc::REM_INV_REQ_ERR => WcStatus::RemInvReqErr,
-            _ => WcStatus::GeneralErr,
+        let opcode = match self.opcode.get() {
+            Ok(Opcode::Write) => WcOpcode::RdmaWrite,
+            Ok(Opcode::Send | Opcode::SendWithImm | Opcode::SendRemoteInv) => WcOpcode::Send,
+            Ok(Opcode::Read | Opcode::ReadLocalInv) => WcOpcode::RdmaRead,
+            Ok(Opcode::InvalStag) => WcOpcode::LocalInv,
+            Ok(Opcode::RegMr) => WcOpcode::RegMr,
+            Ok(Opcode::Receive | Opcode::ReadResponse) | Err(_) => WcOpcode::Recv,
         };
         WorkCompletion {
             wr_id: self.id,
             opcode,
-            status,
+            status: self.status.into(),
             byte_len: self.bytes,
             qp: self.qp,
-            invalidated: (u16::from(self.flags) & wqe::REM_INVAL != 0)
+            invalidated: (self.flags.contains(WqeFlags::REM_INVAL))
                 .then_some(self.imm_or_inval as u32),
         }
     }
@@ -238,9 +390,9 @@ impl Element for Sqe {
         };
         Sqe {
             id: r.id,
-            flags: r.flags,
+            flags: WqeFlags::from_bits(r.flags),
             num_sge: r.num_sge,
-            opcode: r.opcode,
+            opcode: RawOpcode(r.opcode),
             rkey: r.rkey,
             raddr,
             sge: sges.map(|s| sge_from(&s)),
@@ -255,12 +407,12 @@ impl Element for Sqe {
             id: self.id,
             flags: 0,
             num_sge: self.num_sge,
-            opcode: self.opcode,
+            opcode: self.opcode.octet(),
             rkey: self.rkey,
             __bindgen_anon_1: bindings::siw_sqe__bindgen_ty_1 { raddr: self.raddr },
             __bindgen_anon_2: bindings::siw_sqe__bindgen_ty_2 { sge },
         };
-        if self.opcode == bindings::siw_opcode_SIW_OP_REG_MR as u8 {
+        if self.opcode == Opcode::RegMr {
             r.__bindgen_anon_2.access = self.access;
         }
         r
@@ -273,7 +425,7 @@ impl Element for Rqe {
     fn from_raw(r: &Self::Raw) -> Self {
         Rqe {
             id: r.id,
-            flags: r.flags,
+            flags: WqeFlags::from_bits(r.flags),
             num_sge: r.num_sge,
             sge: r.sge.map(|s| sge_from(&s)),
         }
@@ -302,9 +454,11 @@ impl Element for Cqe {
         let (imm, qp) = unsafe { (r.__bindgen_anon_1.imm_data, r.__bindgen_anon_2.qp_id) };
         Cqe {
             id: r.id,
-            flags: r.flags,
-            opcode: r.opcode,
-            status: r.status,
+            flags: WqeFlags::from_cqe_bits(r.flags),
+            opcode: RawOpcode(r.opcode),
+            // A kernel CQ's ring, which only rsiw writes; anything else
+            // would be a general error.
+            status: Status::try_from(r.status).unwrap_or(Status::GeneralErr),
             bytes: r.bytes,
             imm_or_inval: imm,
             qp,
@@ -315,8 +469,8 @@ impl Element for Cqe {
         bindings::siw_cqe {
             id: self.id,
             flags: 0,
-            opcode: self.opcode,
-            status: self.status,
+            opcode: self.opcode.octet(),
+            status: self.status.into(),
             bytes: self.bytes,
             __bindgen_anon_1: bindings::siw_cqe__bindgen_ty_1 {
                 imm_data: self.imm_or_inval,

@@ -10,7 +10,7 @@ pub mod abi;
 pub mod ring;
 pub mod uresp;
 
-pub use abi::{op, wc, wqe, Cqe, Element, Rqe, Sqe, MAX_INLINE, MAX_SGE, WQE_VALID};
+pub use abi::{Cqe, Element, Opcode, RawOpcode, Rqe, Sqe, Status, WqeFlags, MAX_INLINE, MAX_SGE};
 pub use ring::{Ring, CQ_TRAILER};
 
 /// The scatter/gather element of the ABI's queue elements (`struct

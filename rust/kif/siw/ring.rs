@@ -15,7 +15,7 @@ use core::{
 };
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::abi::{sge_from, Cqe, Element, Rqe, Sqe, WQE_VALID};
+use super::abi::{sge_from, Cqe, Element, Rqe, Sqe, WqeFlags};
 use crate::kif::rdma::{mmap::QueueMem, wr::RecvWr};
 
 /// A ring of `n` (a power of two) elements of `E`, optionally followed by a
@@ -91,8 +91,9 @@ impl<E: Element> Ring<E> {
 
 /// Atomic access to the `flags` field of the elements of a ring: the field
 /// that passes ownership between producer and consumer.
+/// `$from` and `$bits` convert the raw field of `$elem` to flags and back.
 macro_rules! flag_accessors {
-    ($elem:ty, $atomic:ty, $int:ty) => {
+    ($elem:ty, $atomic:ty, $from:ident, $bits:ident) => {
         impl Ring<$elem> {
             fn flags_ref(&self, i: u32) -> &$atomic {
                 // The ring is page aligned and elements are multiples of 8,
@@ -103,21 +104,21 @@ macro_rules! flag_accessors {
             }
 
             /// Flags of element `i` (acquire: the contents are visible).
-            pub fn flags(&self, i: u32) -> $int {
-                self.flags_ref(i).load(Ordering::Acquire)
+            pub fn flags(&self, i: u32) -> WqeFlags {
+                WqeFlags::$from(self.flags_ref(i).load(Ordering::Acquire))
             }
 
             /// Sets the flags of element `i` (release: publishes them).
-            pub fn set_flags(&self, i: u32, f: $int) {
-                self.flags_ref(i).store(f, Ordering::Release)
+            pub fn set_flags(&self, i: u32, f: WqeFlags) {
+                self.flags_ref(i).store(f.$bits(), Ordering::Release)
             }
         }
     };
 }
 
-flag_accessors!(Sqe, AtomicU16, u16);
-flag_accessors!(Rqe, AtomicU16, u16);
-flag_accessors!(Cqe, AtomicU8, u8);
+flag_accessors!(Sqe, AtomicU16, from_bits, bits);
+flag_accessors!(Rqe, AtomicU16, from_bits, bits);
+flag_accessors!(Cqe, AtomicU8, from_cqe_bits, cqe_bits);
 
 impl Ring<Sqe> {
     /// Gives send queue element `i` back to the producer (flags 0) with a
@@ -148,7 +149,7 @@ impl Ring<Rqe> {
     pub fn take_into(&self, get: &mut u32, dst: &mut Rqe) -> bool {
         let i = *get;
         let flags = self.flags(i);
-        if flags & WQE_VALID == 0 {
+        if !flags.contains(WqeFlags::VALID) {
             return false;
         }
         let p = self.slot(i);
@@ -168,7 +169,7 @@ impl Ring<Rqe> {
             let s = unsafe { ptr::read_volatile(ptr::addr_of!((*p).sge[k])) };
             *d = sge_from(&s);
         }
-        self.set_flags(i, 0);
+        self.set_flags(i, WqeFlags::empty());
         *get = i.wrapping_add(1);
         true
     }
@@ -179,7 +180,7 @@ impl Ring<Rqe> {
     /// full), `EINVAL` for more than `max_sge` SGEs.
     pub fn post(&self, put: &mut u32, wr: &RecvWr, max_sge: u32) -> Result {
         let i = *put;
-        if self.flags(i) != 0 {
+        if !self.flags(i).is_empty() {
             return Err(ENOMEM);
         }
         if wr.num_sge > max_sge as usize {
@@ -187,12 +188,12 @@ impl Ring<Rqe> {
         }
         let rqe = Rqe {
             id: wr.id,
-            flags: 0,
+            flags: WqeFlags::empty(),
             num_sge: wr.num_sge as u8,
             sge: wr.sge,
         };
         self.write(i, &rqe);
-        self.set_flags(i, WQE_VALID);
+        self.set_flags(i, WqeFlags::VALID);
         *put = i.wrapping_add(1);
         Ok(())
     }

@@ -4,9 +4,8 @@
 //! element, the memory its SGEs name, how far it is filled (the wire
 //! core's [`UntaggedMsg`]) and the status it completes with.
 
-use crate::kif::siw::{wc, wqe};
-use crate::kif::siw::{Rqe, Sge, MAX_SGE};
-use crate::mem::access::{self, invalidate_now, resolve, InvalFault, MemRef, StagCache};
+use crate::kif::siw::{Rqe, Sge, Status, WqeFlags, MAX_SGE};
+use crate::mem::access::{self, invalidate_now, resolve, MemRef, StagCache};
 use crate::qp::Qp;
 use crate::wire::{
     error::{DdpError, ProtocolError, RdmapError},
@@ -18,7 +17,7 @@ const NO_MEM: Option<MemRef> = None;
 
 /// A receive completion to make: the element, the octets placed and the
 /// status.
-pub(super) type RecvCompletion = (Rqe, u32, u16);
+pub(super) type RecvCompletion = (Rqe, u32, Status);
 
 /// The Send message in progress, if its [`UntaggedMsg`] is active. It
 /// stays in place between messages: starting one writes only what that
@@ -35,7 +34,7 @@ pub(super) struct RecvMsg {
     inval: u32,
     opcode: Opcode,
     /// Completion status if the message failed locally.
-    status: u16,
+    status: Status,
 }
 
 impl RecvMsg {
@@ -49,7 +48,7 @@ impl RecvMsg {
             msg: UntaggedMsg::idle(),
             rqe: Rqe {
                 id: 0,
-                flags: 0,
+                flags: WqeFlags::empty(),
                 num_sge: 0,
                 sge: [NO_SGE; MAX_SGE],
             },
@@ -57,7 +56,7 @@ impl RecvMsg {
             n: 0,
             inval: 0,
             opcode: Opcode::Send,
-            status: wc::SUCCESS,
+            status: Status::Success,
         }
     }
 
@@ -97,7 +96,7 @@ impl RecvMsg {
     ) -> Result<(), ProtocolError> {
         self.inval = inval;
         self.opcode = opcode;
-        self.status = wc::SUCCESS;
+        self.status = Status::Success;
         let max = (qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
         let pd_id = qp.recv_pd_id();
         let n = usize::from(self.rqe.num_sge);
@@ -120,7 +119,7 @@ impl RecvMsg {
         }
         self.msg.begin(total);
         if bad {
-            self.status = wc::LOC_PROT_ERR;
+            self.status = Status::LocProtErr;
             return Err(DdpError::LocalCatastrophic.into());
         }
         Ok(())
@@ -130,7 +129,7 @@ impl RecvMsg {
     /// does not completes with a length error.
     pub(super) fn check_room(&mut self, len: u32) -> Result<(), ProtocolError> {
         self.msg.check_room(len).map_err(|e| {
-            self.status = wc::LOC_LEN_ERR;
+            self.status = Status::LocLenErr;
             e.into()
         })
     }
@@ -150,11 +149,11 @@ impl RecvMsg {
         match r {
             Ok(()) => Ok(()),
             Err(ScatterError::Put(())) => {
-                self.status = wc::LOC_PROT_ERR;
+                self.status = Status::LocProtErr;
                 Err(DdpError::LocalCatastrophic.into())
             }
             Err(ScatterError::TooLong) => {
-                self.status = wc::LOC_LEN_ERR;
+                self.status = Status::LocLenErr;
                 Err(DdpError::UntaggedTooLong.into())
             }
         }
@@ -171,7 +170,7 @@ impl RecvMsg {
     /// invalidation draws.
     pub(super) fn finish(&mut self, qp: &Qp) -> Result<Option<u32>, RdmapError> {
         if matches!(self.opcode, Opcode::SendSe | Opcode::SendSeInvalidate) {
-            self.rqe.flags |= wqe::SOLICITED;
+            self.rqe.flags |= WqeFlags::SOLICITED;
         }
         if !self.opcode.has_invalidate() {
             return Ok(None);
@@ -181,11 +180,8 @@ impl RecvMsg {
         // It cannot wait for a transfer inside the memory (that may be one
         // of this very connection, whose socket we hold): an STag in use
         // cannot be invalidated.
-        match invalidate_now(&qp.mem_xa, qp.pd_id, self.inval) {
-            Ok(()) => Ok(Some(self.inval)),
-            Err(InvalFault::Pd) => Err(RdmapError::ProtectionCannotInvalidate),
-            Err(InvalFault::Stag | InvalFault::Busy) => Err(RdmapError::OperationCannotInvalidate),
-        }
+        invalidate_now(&qp.mem_xa, qp.pd_id, self.inval)?;
+        Ok(Some(self.inval))
     }
 
     /// The element of the message.
@@ -200,7 +196,7 @@ impl RecvMsg {
 
     /// The message failed locally: it completes with its own status.
     pub(super) fn failed(&self) -> bool {
-        self.msg.is_active() && self.status != wc::SUCCESS
+        self.msg.is_active() && self.status != Status::Success
     }
 
     /// Ends the message in progress: its element, octets placed and

@@ -28,8 +28,8 @@ enum Seg {
     None,
     /// The Send in progress, at message offset `mo`.
     Send { mo: u32, len: u32 },
-    /// An RDMA Write of `len` octets to `mem` at tagged offset `to`.
-    Write { mem: MemRef, to: u64, len: u32 },
+    /// An RDMA Write to `mem` at tagged offset `to`.
+    Write { mem: MemRef, to: u64 },
     /// An RDMA Read Response to the ORQ head's sink.
     ReadResp {
         mem: Option<MemRef>,
@@ -128,24 +128,6 @@ pub(super) struct Sink<'a> {
     act: &'a mut Actions,
 }
 
-/// The error a tagged segment draws whose memory check failed with `f`
-/// (for `len` octets at tagged offset `to`).
-fn tagged_fault(f: MemFault, to: u64, len: u32) -> ProtocolError {
-    match f {
-        MemFault::Stag => DdpError::TaggedInvalidStag.into(),
-        MemFault::Pd => DdpError::TaggedStagNotAssociated.into(),
-        MemFault::Access => RdmapError::AccessRights.into(),
-        MemFault::Copy => DdpError::LocalCatastrophic.into(),
-        MemFault::Bounds => {
-            if to.checked_add(u64::from(len)).is_none() {
-                DdpError::TaggedToWrap.into()
-            } else {
-                DdpError::TaggedBaseBounds.into()
-            }
-        }
-    }
-}
-
 /// Logs a TERMINATE received (the stream ends with it).
 #[cold]
 fn report_terminate(qp: &Qp, hdr: &SegmentHeader) {
@@ -226,12 +208,8 @@ impl Sink<'_> {
         let (xa, stags) = (&self.qp.mem_xa, &mut self.c.stags);
         let need = access::REMOTE_WRITE;
         let mem = resolve(xa, stags, t.stag, self.qp.pd_id, t.to, plen.into(), need)
-            .map_err(|f| tagged_fault(f, t.to, plen))?;
-        self.c.seg = Seg::Write {
-            mem,
-            to: t.to,
-            len: plen,
-        };
+            .map_err(MemFault::tagged_error)?;
+        self.c.seg = Seg::Write { mem, to: t.to };
         Ok(())
     }
 
@@ -311,14 +289,14 @@ impl RxSink for Sink<'_> {
             // registration its header was checked against: once that was
             // invalidated or deregistered, the segment draws the invalid
             // STag TERMINATE and nothing more of it is placed.
-            Seg::Write { mem, to, len } => {
+            Seg::Write { mem, to } => {
                 let a = to.wrapping_add(u64::from(offset));
-                mem.write(a, data).map_err(|f| tagged_fault(f, *to, *len))
+                mem.write(a, data).map_err(MemFault::tagged_error)
             }
-            Seg::ReadResp { mem, to, len } => match mem {
+            Seg::ReadResp { mem, to, .. } => match mem {
                 Some(mem) => mem
                     .write(to.wrapping_add(u64::from(offset)), data)
-                    .map_err(|f| tagged_fault(f, *to, *len)),
+                    .map_err(MemFault::tagged_error),
                 None if data.is_empty() => Ok(()),
                 None => Err(DdpError::TaggedBaseBounds.into()),
             },

@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use crate::kif::siw::{Sge, Sqe, MAX_INLINE, MAX_SGE};
+use crate::kif::siw::{self, Sge, Sqe, WqeFlags, MAX_INLINE, MAX_SGE};
 use crate::mem::access::{Inside, MemFault, MemRef};
 use crate::qp::orq::TermMsg;
 use crate::wire::{
@@ -104,9 +104,9 @@ pub(super) struct Job {
 pub(super) fn empty_sqe() -> Sqe {
     Sqe {
         id: 0,
-        flags: 0,
+        flags: WqeFlags::empty(),
         num_sge: 0,
-        opcode: 0,
+        opcode: siw::Opcode::Write.into(),
         rkey: 0,
         raddr: 0,
         sge: [Sge::default(); MAX_SGE],

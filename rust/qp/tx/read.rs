@@ -9,13 +9,12 @@
 use kernel::sync::Arc;
 
 use super::job::{empty_sqe, Job, Kind, Src};
-use super::sq::{fault_status, local_error};
+use super::sq::local_error;
 use super::state::TxState;
 use super::{queue_terminate, Next};
-use crate::kif::siw::{op, wc};
 use crate::kif::{
     rdma::handle::QpEvent,
-    siw::{Sge, Sqe},
+    siw::{Opcode, Sge, Sqe, Status},
 };
 use crate::mem::access::{self, resolve, MemFault, MemRef, StagCache};
 use crate::qp::orq::{IrqEntry, OrqEntry};
@@ -27,10 +26,12 @@ use crate::wire::{
 
 /// An RDMA Read from send queue slot `idx`: ORD check, sink check, into
 /// the ORQ, slot back; its Read Request becomes the message to transmit.
+/// `op` is the element's opcode, [`Opcode::Read`] or
+/// [`Opcode::ReadLocalInv`].
 #[inline(never)]
-pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
-    if sqe.num_sge > 1 || (sqe.opcode == op::READ_LOCAL_INV && !qp.kernel) {
-        local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe, op: Opcode) -> Next {
+    if sqe.num_sge > 1 || (op == Opcode::ReadLocalInv && !qp.kernel) {
+        local_error(qp, idx, &sqe, Status::LocQpOpErr);
         return Next::Again;
     }
     let sink = if sqe.num_sge == 1 {
@@ -48,7 +49,7 @@ pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) ->
     let e = OrqEntry {
         id: sqe.id,
         flags: sqe.flags,
-        opcode: sqe.opcode,
+        opcode: op,
         sink,
         mem,
         placed: 0,
@@ -58,7 +59,7 @@ pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) ->
         Queued::Flushed => return Next::Again,
         Queued::OrdFull => return Next::Idle,
         Queued::NoOrd => {
-            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+            local_error(qp, idx, &sqe, Status::LocQpOpErr);
             return Next::Again;
         }
     }
@@ -81,7 +82,7 @@ fn sink_memory(
     qp: &Qp,
     sink: &Sge,
     cache: &mut StagCache,
-) -> core::result::Result<Option<MemRef>, u16> {
+) -> core::result::Result<Option<MemRef>, Status> {
     if sink.length == 0 {
         return Ok(None);
     }
@@ -89,7 +90,7 @@ fn sink_memory(
     let need = access::LOCAL_WRITE;
     resolve(&qp.mem_xa, cache, sink.lkey, qp.pd_id, sink.addr, len, need)
         .map(Some)
-        .map_err(fault_status)
+        .map_err(Status::from)
 }
 
 /// Where [`into_orq`] put an RDMA Read.
@@ -169,29 +170,13 @@ fn source_memory(
         len,
         need,
     )
-    .map_err(|f| read_fault(rr, f))?;
+    .map_err(MemFault::read_error)?;
     sqe.sge[0] = Sge {
         addr: rr.src_to,
         length: rr.size,
         lkey: rr.src_stag,
     };
     Ok((sqe, Src::one(mem)))
-}
-
-/// The RDMAP error of a Read Request whose source memory check failed.
-pub(super) fn read_fault(rr: &ReadRequest, f: MemFault) -> RdmapError {
-    match f {
-        MemFault::Stag => RdmapError::InvalidStag,
-        MemFault::Copy => RdmapError::LocalCatastrophic,
-        MemFault::Pd => RdmapError::StagNotAssociated,
-        MemFault::Access => RdmapError::AccessRights,
-        // RFC 5040 4.8: a source TO + size past 2^64 is TO wrap, not
-        // base/bounds.
-        MemFault::Bounds if rr.src_to.checked_add(u64::from(rr.size)).is_none() => {
-            RdmapError::ToWrap
-        }
-        MemFault::Bounds => RdmapError::BaseBounds,
-    }
 }
 
 /// A Read Request that cannot be answered: it leaves the IRQ, the

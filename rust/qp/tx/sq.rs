@@ -16,12 +16,11 @@ use kernel::sync::Arc;
 use super::job::{Job, Kind, Src};
 use super::state::TxState;
 use super::{queue_terminate, Next};
-use crate::kif::siw::{op, wc, wqe};
 use crate::kif::{
     rdma::handle::QpEvent,
-    siw::{Sqe, MAX_INLINE, MAX_SGE},
+    siw::{self, Sqe, Status, WqeFlags, MAX_INLINE, MAX_SGE},
 };
-use crate::mem::access::{self, invalidate_wait, resolve, MemFault, MemRef, StagCache};
+use crate::mem::access::{self, invalidate_wait, resolve, MemRef, StagCache};
 use crate::mem::MemKind;
 use crate::qp::orq::WrRef;
 use crate::qp::Qp;
@@ -39,27 +38,32 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         None => qp.inner.lock().sq_get(),
     };
     let flags = qp.sq.flags(idx);
-    if flags & wqe::VALID == 0 || (flags & wqe::READ_FENCE != 0 && fenced(qp)) {
+    if !flags.contains(WqeFlags::VALID) || (flags.contains(WqeFlags::READ_FENCE) && fenced(qp)) {
         tx.set_sq_next(idx);
         return Next::Idle;
     }
     let mut sqe = qp.sq.read(idx);
     sqe.flags = flags;
-    match sqe.opcode {
-        op::SEND | op::SEND_REMOTE_INV | op::WRITE => send_or_write(qp, tx, idx, sqe),
-        op::READ | op::READ_LOCAL_INV => super::read::request_job(qp, tx, idx, sqe),
-        op::INVAL_STAG => {
+    match sqe.opcode.get() {
+        Ok(siw::Opcode::Send | siw::Opcode::SendRemoteInv | siw::Opcode::Write) => {
+            send_or_write(qp, tx, idx, sqe)
+        }
+        Ok(op @ (siw::Opcode::Read | siw::Opcode::ReadLocalInv)) => {
+            super::read::request_job(qp, tx, idx, sqe, op)
+        }
+        Ok(siw::Opcode::InvalStag) => {
             let ok = invalidate(qp, &sqe);
             complete_local(qp, idx, &sqe, ok);
             Next::Again
         }
-        op::REG_MR => {
+        Ok(siw::Opcode::RegMr) => {
             let ok = reg_mr(qp, &sqe);
             complete_local(qp, idx, &sqe, ok);
             Next::Again
         }
-        _ => {
-            local_error(qp, idx, &sqe, wc::LOC_QP_OP_ERR);
+        Ok(siw::Opcode::SendWithImm | siw::Opcode::Receive | siw::Opcode::ReadResponse)
+        | Err(_) => {
+            local_error(qp, idx, &sqe, Status::LocQpOpErr);
             Next::Again
         }
     }
@@ -81,12 +85,12 @@ fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
             return Next::Again;
         }
     };
-    let hdr = if sqe.opcode == op::WRITE {
+    let hdr = if sqe.opcode == siw::Opcode::Write {
         SegmentHeader::write(sqe.rkey, sqe.raddr, true)
     } else {
         let opc = match (
-            sqe.opcode == op::SEND_REMOTE_INV,
-            sqe.flags & wqe::SOLICITED != 0,
+            sqe.opcode == siw::Opcode::SendRemoteInv,
+            sqe.flags.contains(WqeFlags::SOLICITED),
         ) {
             (false, false) => Opcode::Send,
             (false, true) => Opcode::SendSe,
@@ -105,13 +109,13 @@ fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
 
 /// The payload of a Send or Write: its inline data or its checked SGL,
 /// and its length; else the completion status of the failure.
-fn source(qp: &Qp, sqe: &Sqe, cache: &mut StagCache) -> core::result::Result<(Src, u32), u16> {
-    if sqe.flags & wqe::INLINE == 0 {
+fn source(qp: &Qp, sqe: &Sqe, cache: &mut StagCache) -> core::result::Result<(Src, u32), Status> {
+    if !sqe.flags.contains(WqeFlags::INLINE) {
         return resolve_sgl(qp, sqe, 0, cache);
     }
     let len = sqe.sge[0].length;
     if len as usize > MAX_INLINE {
-        return Err(wc::LOC_LEN_ERR);
+        return Err(Status::LocLenErr);
     }
     Ok((Src::Inline(sqe.inline_data()), len))
 }
@@ -123,22 +127,22 @@ fn resolve_sgl(
     sqe: &Sqe,
     need: u32,
     cache: &mut StagCache,
-) -> core::result::Result<(Src, u32), u16> {
+) -> core::result::Result<(Src, u32), Status> {
     let n = usize::from(sqe.num_sge);
     if n > MAX_SGE || n > qp.caps.sq_max_sge.max(1) as usize {
-        return Err(wc::LOC_QP_OP_ERR);
+        return Err(Status::LocQpOpErr);
     }
     const NONE: Option<MemRef> = None;
     let mut mems = [NONE; MAX_SGE];
     let mut total = 0u32;
     for (k, s) in sqe.sge.iter().take(n).enumerate() {
-        total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
+        total = total.checked_add(s.length).ok_or(Status::LocLenErr)?;
         if s.length == 0 {
             continue;
         }
         let len = u64::from(s.length);
         let mem = resolve(&qp.mem_xa, cache, s.lkey, qp.pd_id, s.addr, len, need)
-            .map_err(fault_status)?;
+            .map_err(Status::from)?;
         if let Some(slot) = mems.get_mut(k) {
             *slot = Some(mem);
         }
@@ -205,7 +209,7 @@ fn claim(qp: &Qp, idx: u32, active: Option<WrRef>) -> bool {
 }
 
 /// Takes slot `idx` and completes its work request at once.
-fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: Status) {
     if claim(qp, idx, None) {
         let _ = qp.complete_wr(WrRef::of(sqe), 0, status);
     }
@@ -215,34 +219,25 @@ fn complete_now(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
 /// succeeded (`ok`), else as a local error.
 fn complete_local(qp: &Qp, idx: u32, sqe: &Sqe, ok: bool) {
     if ok {
-        complete_now(qp, idx, sqe, wc::SUCCESS);
+        complete_now(qp, idx, sqe, Status::Success);
     } else {
-        local_error(qp, idx, sqe, wc::LOC_QP_OP_ERR);
+        local_error(qp, idx, sqe, Status::LocQpOpErr);
     }
 }
 
 /// A local error on the work request in slot `idx`: complete it with
 /// `status`, report a fatal event and terminate the connection.
 #[cold]
-pub(super) fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: u16) {
+pub(super) fn local_error(qp: &Qp, idx: u32, sqe: &Sqe, status: Status) {
     crate::qp_warn!(
         qp.handle,
         "QP {}: work request (opcode {}, {} SGEs) failed: status {}\n",
         qp.id(),
-        sqe.opcode,
+        sqe.opcode.octet(),
         sqe.num_sge,
-        status
+        u16::from(status)
     );
     complete_now(qp, idx, sqe, status);
     qp.handle.event(QpEvent::Fatal);
     queue_terminate(qp, RdmapError::LocalCatastrophic.into(), None, 0);
-}
-
-/// The completion status of a local memory fault.
-pub(super) fn fault_status(f: MemFault) -> u16 {
-    match f {
-        MemFault::Bounds => wc::LOC_LEN_ERR,
-        MemFault::Access => wc::LOC_ACCESS_ERR,
-        MemFault::Stag | MemFault::Pd | MemFault::Copy => wc::LOC_PROT_ERR,
-    }
 }

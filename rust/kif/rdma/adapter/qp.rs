@@ -11,7 +11,7 @@ use crate::kif::{
     rdma::{
         handle::QpHandle,
         object::{cq_of, pd_of, slot, slot_ptr, srq_of, user_ctx, CmRefs, QpSlot},
-        qp::{CreateQp, IbQpState, QpInit, QpModify},
+        qp::{state_from_raw, CreateQp, QpInit, QpModify},
         restrack::ResDetails,
         udata::Udata,
         wr::{RecvWrs, SendWrs},
@@ -109,7 +109,7 @@ impl<T: Driver> Adapter<T> {
             let standard = (bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT << 1) - 1;
             let m = QpModify {
                 state: if mask & bindings::ib_qp_attr_mask_IB_QP_STATE != 0 {
-                    Some(IbQpState::from_raw(a.qp_state).ok_or(EINVAL)?)
+                    Some(state_from_raw(a.qp_state).ok_or(EINVAL)?)
                 } else {
                     None
                 },

@@ -9,7 +9,7 @@
 use kernel::prelude::*;
 
 use super::{Seg, Sink};
-use crate::kif::siw::{op, wc};
+use crate::kif::siw::{Opcode, Status};
 use crate::mem::access::invalidate_now;
 use crate::qp::orq::IrqEntry;
 use crate::wire::{
@@ -76,13 +76,13 @@ impl Sink<'_> {
             Err(e) => {
                 // Completed after the TERMINATE is queued (see
                 // `Actions::run`).
-                self.act.failed = Some((*m.rqe(), m.placed(), wc::REM_INV_REQ_ERR));
+                self.act.failed = Some((*m.rqe(), m.placed(), Status::RemInvReqErr));
                 Err(e.into())
             }
             Ok(inval) => {
                 let _ = self
                     .qp
-                    .complete_rqe(m.rqe(), m.placed(), inval, wc::SUCCESS);
+                    .complete_rqe(m.rqe(), m.placed(), inval, Status::Success);
                 Ok(())
             }
         };
@@ -97,14 +97,14 @@ impl Sink<'_> {
         // the fence): most Reads complete with nothing queued behind.
         self.act.wake_tx |= stalled;
         let Some(e) = e else { return Ok(()) };
-        let mut status = wc::SUCCESS;
-        if e.opcode == op::READ_LOCAL_INV {
+        let mut status = Status::Success;
+        if e.opcode == Opcode::ReadLocalInv {
             if invalidate_now(&self.qp.mem_xa, self.qp.pd_id, e.sink.lkey).is_err() {
-                status = wc::GENERAL_ERR;
+                status = Status::GeneralErr;
             }
         }
         let _ = self.qp.complete_wr(e.wr(), e.placed, status);
-        if status != wc::SUCCESS {
+        if status != Status::Success {
             return Err(RdmapError::LocalCatastrophic.into());
         }
         Ok(())
