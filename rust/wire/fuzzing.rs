@@ -16,7 +16,8 @@ use crate::crc::{crc32c_raw, Crc32c, SoftCrc32c};
 use crate::error::{ProtocolError, TermCode};
 use crate::markers::Marker;
 use crate::mpa::MpaMode;
-use crate::rdmap::SegmentHeader;
+use crate::rdmap::{Extensions, SegmentHeader};
+use crate::rfc7306::{AtomicRequest, AtomicResponse};
 use crate::rx::{CrcVerdict, Deframer, FpduInfo, RxConfig, RxSink};
 use crate::term::{parse_term_copy, TermHdr};
 use crate::tx::{encode_fpdu, encode_planned, FpduPlan, Segmenter, TxBatch};
@@ -96,11 +97,16 @@ impl RxSink for CheckSink {
 
 fn deframe(
     mode: MpaMode,
+    ext: Extensions,
     off: u32,
     stream: &[u8],
     cuts: &[u8],
 ) -> (Option<ProtocolError>, u32, u64) {
-    let mut d = Deframer::new(RxConfig::new(mode), SoftCrc32c::new(), off);
+    let cfg = RxConfig {
+        ext,
+        ..RxConfig::new(mode)
+    };
+    let mut d = Deframer::new(cfg, SoftCrc32c::new(), off);
     let mut sink = CheckSink::default();
     let mut rest = stream;
     let mut i = 0usize;
@@ -124,9 +130,10 @@ fn deframe(
     (err, sink.digest, sink.events)
 }
 
-/// One fuzz iteration: `data[0]` selects markers/CRC, `data[1..5]` the
-/// stream offset, `data[5]` the chunking; the rest is the stream. Also
-/// exercises the connection, terminate and TX encoders on the same bytes.
+/// One fuzz iteration: `data[0]` selects markers/CRC and the RFC 7306
+/// extensions, `data[1..5]` the stream offset, `data[5]` the chunking;
+/// the rest is the stream. Also exercises the connection, terminate and
+/// TX encoders and the RFC 7306 bodies on the same bytes.
 pub fn rx_one(data: &[u8]) {
     let (Some(&flags), Some(off_b), Some(&cut)) = (data.first(), data.get(1..5), data.get(5))
     else {
@@ -141,17 +148,34 @@ pub fn rx_one(data: &[u8]) {
         markers: flags & 1 != 0,
         crc: flags & 2 != 0,
     };
+    let ext = Extensions {
+        rfc7306: flags & 4 != 0,
+    };
 
     // Chunking must not change the outcome.
-    let whole = deframe(mode, off, stream, &[]);
+    let whole = deframe(mode, ext, off, stream, &[]);
     let cuts = [cut, cut.rotate_left(3), cut ^ 0x5a, 0];
-    let chunked = deframe(mode, off, stream, &cuts);
-    let ones = deframe(mode, off, stream, &[0]);
+    let chunked = deframe(mode, ext, off, stream, &cuts);
+    let ones = deframe(mode, ext, off, stream, &[0]);
     assert_eq!(whole, chunked, "chunking changed the outcome");
     assert_eq!(whole, ones, "1-octet feed changed the outcome");
 
     // Parsers on raw input must not panic.
     let _ = SegmentHeader::parse(stream);
+    if let Ok(h) = SegmentHeader::parse_ext(stream, Extensions::RFC7306) {
+        let (b, n) = h.to_bytes();
+        assert_eq!(b.get(..n), stream.get(..n), "header re-encode differs");
+    }
+    if let Some(r) = AtomicRequest::decode(stream) {
+        let _ = r.apply(u64::from(off));
+        let _ = r.check(u64::from(off));
+        let mut b = [0u8; crate::rfc7306::ATOMIC_REQUEST_BODY_LEN];
+        assert_eq!(r.encode(&mut b), Some(()));
+        assert_eq!(b.get(..), stream.get(..b.len()), "atomic body re-encode");
+    }
+    if let Some(r) = AtomicResponse::decode(stream) {
+        let _ = r.check(Some(off));
+    }
     let _ = MpaRr::decode(stream, 512);
     let mut p = RrParser::new(None, 512);
     for ch in stream.chunks(usize::from(cut % 23) + 1) {
@@ -195,10 +219,41 @@ pub fn rx_one(data: &[u8]) {
     let plan = FpduPlan::new(mode, off, hn, pl.len() as u32).expect("plan");
     assert_eq!(n as u32, plan.wire_len());
     let wire = buf.get(..n).unwrap_or(&[]);
-    let (err, _, events) = deframe(mode, off, wire, &cuts);
+    let (err, _, events) = deframe(mode, ext, off, wire, &cuts);
     assert_eq!(err, None, "own FPDU rejected");
     assert_eq!(events, 1);
     crc.reset();
+
+    // TX -> RX round trip of an Atomic Request made of the stream's
+    // octets: accepted with the extensions, an unknown opcode without.
+    if let Some(r) = AtomicRequest::decode(stream) {
+        let r = AtomicRequest {
+            rsvd: r.rsvd & 0x0fff_ffff,
+            ..r
+        };
+        let hdr = SegmentHeader::atomic_request(off, r);
+        let (hb, hn) = hdr.to_bytes();
+        let n = encode_fpdu(
+            mode,
+            off,
+            hb.get(..hn).unwrap_or(&[]),
+            &[],
+            &mut crc,
+            &mut buf,
+        )
+        .expect("encode");
+        let wire = buf.get(..n).unwrap_or(&[]);
+        let (err, _, events) = deframe(mode, ext, off, wire, &cuts);
+        if ext.rfc7306 {
+            assert_eq!((err, events), (None, 1), "own atomic request rejected");
+        } else {
+            assert_eq!(
+                err,
+                Some(crate::error::RdmapError::UnexpectedOpcode.into()),
+                "the gate let an atomic request through"
+            );
+        }
+    }
 }
 
 /// One `connect` iteration: `data[0]` picks the expected frame kind and

@@ -13,13 +13,19 @@
 
 use crate::wire::ddp::TaggedHdr;
 use crate::wire::error::DdpError;
-use crate::wire::rdmap::{MAX_HDR_LEN, NUM_QUEUES};
+use crate::wire::rdmap::{Extensions, MAX_HDR_LEN, NUM_QUEUES, NUM_QUEUES_RFC7306};
 
 /// The MSN the next message of each untagged queue must carry (each
 /// starts at 1, RFC 5041 section 5.1). The receiver takes a queue's
-/// messages in order, so only that MSN is accepted.
+/// messages in order, so only that MSN is accepted. RFC 5040 has queues
+/// 0 to 2; RFC 7306 adds QN 3 (Atomic Responses) and puts its Immediate
+/// Data on QN 0 and its Atomic Requests on QN 1, in the sequences of
+/// Sends and Read Requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExpectedMsns([u32; NUM_QUEUES as usize]);
+pub struct ExpectedMsns {
+    msn: [u32; NUM_QUEUES_RFC7306 as usize],
+    queues: u32,
+}
 
 impl Default for ExpectedMsns {
     fn default() -> Self {
@@ -28,22 +34,39 @@ impl Default for ExpectedMsns {
 }
 
 impl ExpectedMsns {
-    /// A new stream: every queue expects MSN 1.
+    /// A new RFC 5040 stream (queues 0 to 2): every queue expects MSN 1.
     pub const fn new() -> Self {
-        Self([1; NUM_QUEUES as usize])
+        Self::with(Extensions::NONE)
+    }
+
+    /// A new stream with the queues of the extensions `ext`: every queue
+    /// expects MSN 1.
+    pub const fn with(ext: Extensions) -> Self {
+        Self {
+            msn: [1; NUM_QUEUES_RFC7306 as usize],
+            queues: if ext.rfc7306 {
+                NUM_QUEUES_RFC7306
+            } else {
+                NUM_QUEUES
+            },
+        }
+    }
+
+    fn slot(&self, qn: u32) -> Option<usize> {
+        (qn < self.queues).then_some(qn as usize)
     }
 
     /// The MSN queue `qn` expects next (`None` for an unknown queue).
     pub fn expected(&self, qn: u32) -> Option<u32> {
-        self.0.get(qn as usize).copied()
+        self.msn.get(self.slot(qn)?).copied()
     }
 
     /// Checks that a segment of queue `qn` carries the MSN that queue
     /// expects: "MSN range" if not, "invalid QN" for an unknown queue.
     #[inline]
     pub fn check(&self, qn: u32, msn: u32) -> Result<(), DdpError> {
-        match self.0.get(qn as usize) {
-            Some(&e) if e == msn => Ok(()),
+        match self.expected(qn) {
+            Some(e) if e == msn => Ok(()),
             Some(_) => Err(DdpError::UntaggedMsnRange),
             None => Err(DdpError::UntaggedInvalidQn),
         }
@@ -53,7 +76,7 @@ impl ExpectedMsns {
     /// the queue expects the next MSN (modulo 2^32).
     #[inline]
     pub fn advance(&mut self, qn: u32) {
-        if let Some(e) = self.0.get_mut(qn as usize) {
+        if let Some(e) = self.slot(qn).and_then(|i| self.msn.get_mut(i)) {
             *e = e.wrapping_add(1);
         }
     }

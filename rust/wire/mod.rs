@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! iWARP wire protocol core: MPA (RFC 5044 / RFC 6581), DDP (RFC 5041)
-//! and RDMAP (RFC 5040) encoding, parsing and framing.
+//! and RDMAP (RFC 5040, with the RFC 7306 extensions) encoding, parsing
+//! and framing.
 //!
 //! This tree is shared verbatim by the kernel module (`pub mod wire;`) and
 //! by the host crate `rsiw-wire`. It only uses `core`: no allocation, no
@@ -15,6 +16,8 @@
 //! - [`connect`]: MPA Request/Reply frames, RFC 6581 IRD/ORD data.
 //! - [`ddp`]: DDP control field, tagged/untagged headers, receiver checks.
 //! - [`rdmap`]: RDMAP opcodes, complete segment headers, Read Request.
+//! - [`rfc7306`]: Atomic Request/Response headers and operations, the
+//!   receiver's checks of the RFC 7306 messages.
 //! - [`error`]: typed protocol errors mapped to TERMINATE codes.
 //! - [`term`]: the RDMAP TERMINATE message.
 //! - [`rx`]: the resumable, zero-copy receive deframer.
@@ -33,6 +36,7 @@ pub mod inbound;
 pub mod markers;
 pub mod mpa;
 pub mod rdmap;
+pub mod rfc7306;
 pub mod rx;
 pub mod term;
 pub mod tx;

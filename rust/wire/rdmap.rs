@@ -2,15 +2,23 @@
 
 //! RDMAP (RFC 5040): opcodes, the complete DDP/RDMAP header of a segment
 //! (encode and parse with the version/opcode/QN checks), and the RDMA Read
-//! Request body.
+//! Request body. The RFC 7306 extensions (Immediate Data, Atomic Request
+//! and Response, bodies in [`crate::wire::rfc7306`]) are opcodes 8 to 11,
+//! accepted on receive only when [`Extensions::rfc7306`] is on.
 //!
 //! Header lengths (without ULPDU_Length; siw `iwarp_pktinfo` minus 2):
 //! Write and Read Response 14, Sends 18, Read Request 18 + 28 = 46,
-//! Terminate 18 + 4 = 22 (copied headers follow as payload).
+//! Terminate 18 + 4 = 22 (copied headers follow as payload); RFC 7306:
+//! Immediate Data 18 + 8 = 26, Atomic Request 18 + 52 = 70, Atomic
+//! Response 18 + 12 = 30.
 
 use crate::wire::ddp::{Control, DdpHdr, TaggedHdr, UntaggedHdr, TAGGED_HDR_LEN, UNTAGGED_HDR_LEN};
 use crate::wire::ddp::{DDP_VERSION, RDMAP_VERSION};
 use crate::wire::error::{DdpError, FramingFault, LlpError, ProtocolError, RdmapError};
+use crate::wire::rfc7306::{
+    AtomicRequest, AtomicResponse, ATOMIC_REQUEST_BODY_LEN, ATOMIC_RESPONSE_BODY_LEN,
+    IMMEDIATE_DATA_LEN,
+};
 use crate::wire::term::TermHdr;
 use crate::wire::{be32, be64, put};
 
@@ -20,14 +28,35 @@ pub const QN_SEND: u32 = 0;
 pub const QN_READ_REQUEST: u32 = 1;
 /// Untagged queue of Terminate messages.
 pub const QN_TERMINATE: u32 = 2;
-/// Number of untagged queues used by RDMAP.
+/// Untagged queue of Atomic Response messages (RFC 7306 section 5.2.2;
+/// Atomic Requests travel on [`QN_READ_REQUEST`], section 5.2).
+pub const QN_ATOMIC_RESPONSE: u32 = 3;
+/// Number of untagged queues used by RDMAP (RFC 5040).
 pub const NUM_QUEUES: u32 = 3;
+/// Number of untagged queues with the RFC 7306 extensions (QN 3 added,
+/// RFC 7306 section 10.2).
+pub const NUM_QUEUES_RFC7306: u32 = 4;
 /// Length of the RDMA Read Request body.
 pub const READ_REQUEST_BODY_LEN: usize = 28;
 /// Length of the Terminate control word.
 pub const TERMINATE_BODY_LEN: usize = 4;
-/// Largest DDP/RDMAP header (Read Request).
-pub const MAX_HDR_LEN: usize = UNTAGGED_HDR_LEN + READ_REQUEST_BODY_LEN;
+/// Largest DDP/RDMAP header (RFC 7306 Atomic Request).
+pub const MAX_HDR_LEN: usize = UNTAGGED_HDR_LEN + ATOMIC_REQUEST_BODY_LEN;
+
+/// The RDMAP extensions a receiver accepts. Without any (the default),
+/// their opcodes draw "unexpected OpCode" as in plain RFC 5040.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Extensions {
+    /// RFC 7306: Immediate Data (with SE), Atomic Request and Response.
+    pub rfc7306: bool,
+}
+
+impl Extensions {
+    /// Plain RFC 5040.
+    pub const NONE: Self = Self { rfc7306: false };
+    /// RFC 5040 with the RFC 7306 extensions.
+    pub const RFC7306: Self = Self { rfc7306: true };
+}
 /// Smallest DDP/RDMAP header (tagged).
 pub const MIN_HDR_LEN: usize = TAGGED_HDR_LEN;
 
@@ -51,11 +80,26 @@ pub enum Opcode {
     SendSeInvalidate = 6,
     /// Terminate (untagged, QN 2).
     Terminate = 7,
+    /// Immediate Data (RFC 7306, untagged, QN 0, 8 octets of data).
+    ImmediateData = 8,
+    /// Immediate Data with Solicited Event (RFC 7306, untagged, QN 0).
+    ImmediateDataSe = 9,
+    /// Atomic Request (RFC 7306, untagged, QN 1 as Read Requests).
+    AtomicRequest = 10,
+    /// Atomic Response (RFC 7306, untagged, QN 3).
+    AtomicResponse = 11,
 }
 
 impl Opcode {
-    /// Decodes a raw opcode.
+    /// Decodes a raw RFC 5040 opcode (`None` for the RFC 7306 ones too,
+    /// see [`Opcode::from_u8_ext`]).
     pub const fn from_u8(v: u8) -> Option<Self> {
+        Self::from_u8_ext(v, Extensions::NONE)
+    }
+
+    /// Decodes a raw opcode, the RFC 7306 ones (0x8 to 0xB, RFC 7306
+    /// section 10) only with `ext.rfc7306`.
+    pub const fn from_u8_ext(v: u8, ext: Extensions) -> Option<Self> {
         Some(match v {
             0 => Self::Write,
             1 => Self::ReadRequest,
@@ -65,8 +109,23 @@ impl Opcode {
             5 => Self::SendSe,
             6 => Self::SendSeInvalidate,
             7 => Self::Terminate,
+            8 if ext.rfc7306 => Self::ImmediateData,
+            9 if ext.rfc7306 => Self::ImmediateDataSe,
+            10 if ext.rfc7306 => Self::AtomicRequest,
+            11 if ext.rfc7306 => Self::AtomicResponse,
             _ => return None,
         })
+    }
+
+    /// Whether the opcode is one of RFC 7306.
+    pub const fn is_rfc7306(self) -> bool {
+        matches!(
+            self,
+            Self::ImmediateData
+                | Self::ImmediateDataSe
+                | Self::AtomicRequest
+                | Self::AtomicResponse
+        )
     }
 
     /// Whether the opcode uses the tagged buffer model.
@@ -78,9 +137,15 @@ impl Opcode {
     pub const fn queue(self) -> Option<u32> {
         match self {
             Self::Write | Self::ReadResponse => None,
-            Self::ReadRequest => Some(QN_READ_REQUEST),
+            Self::ReadRequest | Self::AtomicRequest => Some(QN_READ_REQUEST),
             Self::Terminate => Some(QN_TERMINATE),
-            _ => Some(QN_SEND),
+            Self::AtomicResponse => Some(QN_ATOMIC_RESPONSE),
+            Self::Send
+            | Self::SendInvalidate
+            | Self::SendSe
+            | Self::SendSeInvalidate
+            | Self::ImmediateData
+            | Self::ImmediateDataSe => Some(QN_SEND),
         }
     }
 
@@ -90,7 +155,12 @@ impl Opcode {
             Self::Write | Self::ReadResponse => TAGGED_HDR_LEN,
             Self::ReadRequest => UNTAGGED_HDR_LEN + READ_REQUEST_BODY_LEN,
             Self::Terminate => UNTAGGED_HDR_LEN + TERMINATE_BODY_LEN,
-            _ => UNTAGGED_HDR_LEN,
+            Self::ImmediateData | Self::ImmediateDataSe => UNTAGGED_HDR_LEN + IMMEDIATE_DATA_LEN,
+            Self::AtomicRequest => UNTAGGED_HDR_LEN + ATOMIC_REQUEST_BODY_LEN,
+            Self::AtomicResponse => UNTAGGED_HDR_LEN + ATOMIC_RESPONSE_BODY_LEN,
+            Self::Send | Self::SendInvalidate | Self::SendSe | Self::SendSeInvalidate => {
+                UNTAGGED_HDR_LEN
+            }
         }
     }
 
@@ -110,6 +180,10 @@ impl Opcode {
             Self::SendSe => "SEND_SE",
             Self::SendSeInvalidate => "SEND_SE_INV",
             Self::Terminate => "TERMINATE",
+            Self::ImmediateData => "IMMEDIATE_DATA",
+            Self::ImmediateDataSe => "IMMEDIATE_DATA_SE",
+            Self::AtomicRequest => "ATOMIC_REQ",
+            Self::AtomicResponse => "ATOMIC_RESP",
         }
     }
 }
@@ -160,6 +234,12 @@ pub enum Body {
     ReadRequest(ReadRequest),
     /// Terminate control word.
     Terminate(TermHdr),
+    /// The 8 octets of Immediate Data (RFC 7306 section 6.2), as sent.
+    Immediate([u8; IMMEDIATE_DATA_LEN]),
+    /// Atomic Request header (RFC 7306 section 5.2.1).
+    AtomicRequest(AtomicRequest),
+    /// Atomic Response header (RFC 7306 section 5.2.2).
+    AtomicResponse(AtomicResponse),
 }
 
 /// The complete DDP/RDMAP header of one DDP segment.
@@ -176,8 +256,16 @@ pub struct SegmentHeader {
 }
 
 /// Validates the two control octets: DDP version, RDMAP version, opcode
-/// and T bit/opcode agreement. Returns the opcode.
+/// and T bit/opcode agreement. Returns the opcode. Plain RFC 5040: the
+/// same as [`check_control_ext`] with [`Extensions::NONE`].
+#[inline]
 pub fn check_control(ctrl: Control) -> Result<Opcode, ProtocolError> {
+    check_control_ext(ctrl, Extensions::NONE)
+}
+
+/// [`check_control`] accepting the opcodes of the extensions `ext`.
+#[inline]
+pub fn check_control_ext(ctrl: Control, ext: Extensions) -> Result<Opcode, ProtocolError> {
     if ctrl.ddp_version != DDP_VERSION {
         return Err(if ctrl.tagged {
             DdpError::TaggedInvalidVersion
@@ -189,7 +277,7 @@ pub fn check_control(ctrl: Control) -> Result<Opcode, ProtocolError> {
     if ctrl.rdmap_version != RDMAP_VERSION {
         return Err(RdmapError::InvalidVersion.into());
     }
-    let op = Opcode::from_u8(ctrl.opcode).ok_or(RdmapError::UnexpectedOpcode)?;
+    let op = Opcode::from_u8_ext(ctrl.opcode, ext).ok_or(RdmapError::UnexpectedOpcode)?;
     if op.is_tagged() != ctrl.tagged {
         return Err(RdmapError::UnexpectedOpcode.into());
     }
@@ -263,6 +351,49 @@ impl SegmentHeader {
         }
     }
 
+    /// Untagged single segment header (MO 0, L set) of `op` on its queue.
+    const fn single(op: Opcode, msn: u32, body: Body) -> Self {
+        let qn = match op.queue() {
+            Some(q) => q,
+            None => 0,
+        };
+        Self {
+            ctrl: Control::new(false, true, op as u8),
+            opcode: op,
+            ddp: DdpHdr::Untagged(UntaggedHdr {
+                ulp: 0,
+                qn,
+                msn,
+                mo: 0,
+            }),
+            body,
+        }
+    }
+
+    /// Immediate Data header (RFC 7306 section 6; `solicited` selects
+    /// Immediate Data with SE): QN 0, the Send queue's `msn`, MO 0, one
+    /// segment, the Invalidate STag field zero.
+    pub const fn immediate(solicited: bool, msn: u32, data: [u8; IMMEDIATE_DATA_LEN]) -> Self {
+        let op = if solicited {
+            Opcode::ImmediateDataSe
+        } else {
+            Opcode::ImmediateData
+        };
+        Self::single(op, msn, Body::Immediate(data))
+    }
+
+    /// Atomic Request header (RFC 7306 section 5.2.1): QN 1 (shared with
+    /// RDMA Read Requests, so `msn` counts both), MO 0, one segment.
+    pub const fn atomic_request(msn: u32, req: AtomicRequest) -> Self {
+        Self::single(Opcode::AtomicRequest, msn, Body::AtomicRequest(req))
+    }
+
+    /// Atomic Response header (RFC 7306 section 5.2.2): QN 3, MO 0, one
+    /// segment.
+    pub const fn atomic_response(msn: u32, resp: AtomicResponse) -> Self {
+        Self::single(Opcode::AtomicResponse, msn, Body::AtomicResponse(resp))
+    }
+
     /// Header length in octets.
     pub const fn len(&self) -> usize {
         self.opcode.hdr_len()
@@ -325,6 +456,18 @@ impl SegmentHeader {
                 put(out, n, &t.encode())?;
                 Some(n + TERMINATE_BODY_LEN)
             }
+            Body::Immediate(d) => {
+                put(out, n, &d)?;
+                Some(n + IMMEDIATE_DATA_LEN)
+            }
+            Body::AtomicRequest(r) => {
+                r.encode(out.get_mut(n..)?)?;
+                Some(n + ATOMIC_REQUEST_BODY_LEN)
+            }
+            Body::AtomicResponse(r) => {
+                r.encode(out.get_mut(n..)?)?;
+                Some(n + ATOMIC_RESPONSE_BODY_LEN)
+            }
         }
     }
 
@@ -338,9 +481,18 @@ impl SegmentHeader {
     /// Parses and validates a header at the start of a ULPDU (`buf` starts
     /// at the control field). Checks DDP/RDMAP versions, opcode, T bit and
     /// the untagged QN of the opcode. A `buf` shorter than the opcode's
-    /// header is a framing error.
+    /// header is a framing error. Plain RFC 5040: [`SegmentHeader::parse_ext`]
+    /// with [`Extensions::NONE`].
     #[inline(always)]
     pub fn parse(buf: &[u8]) -> Result<Self, ProtocolError> {
+        Self::parse_ext(buf, Extensions::NONE)
+    }
+
+    /// [`SegmentHeader::parse`] accepting the opcodes of the extensions
+    /// `ext` (their bodies are decoded, not validated: see
+    /// [`crate::wire::rfc7306`] for the receiver's checks).
+    #[inline(always)]
+    pub fn parse_ext(buf: &[u8], ext: Extensions) -> Result<Self, ProtocolError> {
         let short = || {
             ProtocolError::Llp(LlpError::Framing(FramingFault::UlpduTooShort {
                 len: u16::try_from(buf.len()).unwrap_or(u16::MAX),
@@ -351,7 +503,7 @@ impl SegmentHeader {
             .and_then(|b| b.try_into().ok())
             .ok_or_else(short)?;
         let ctrl = Control::decode(c);
-        let opcode = check_control(ctrl)?;
+        let opcode = check_control_ext(ctrl, ext)?;
         let hl = opcode.hdr_len();
         let h = buf.get(..hl).ok_or_else(short)?;
         let ddp = DdpHdr::decode(ctrl, h).ok_or_else(short)?;
@@ -370,7 +522,25 @@ impl SegmentHeader {
                     .ok_or_else(short)?;
                 Body::Terminate(TermHdr::decode(w))
             }
-            _ => Body::None,
+            Opcode::ImmediateData | Opcode::ImmediateDataSe => {
+                let d: [u8; IMMEDIATE_DATA_LEN] = rest
+                    .get(..IMMEDIATE_DATA_LEN)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(short)?;
+                Body::Immediate(d)
+            }
+            Opcode::AtomicRequest => {
+                Body::AtomicRequest(AtomicRequest::decode(rest).ok_or_else(short)?)
+            }
+            Opcode::AtomicResponse => {
+                Body::AtomicResponse(AtomicResponse::decode(rest).ok_or_else(short)?)
+            }
+            Opcode::Write
+            | Opcode::ReadResponse
+            | Opcode::Send
+            | Opcode::SendInvalidate
+            | Opcode::SendSe
+            | Opcode::SendSeInvalidate => Body::None,
         };
         Ok(Self {
             ctrl,

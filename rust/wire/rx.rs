@@ -28,7 +28,9 @@ use crate::wire::ddp::Control;
 use crate::wire::error::{FramingFault, LlpError, ProtocolError};
 use crate::wire::markers::{self, Marker};
 use crate::wire::mpa::{self, MpaMode};
-use crate::wire::rdmap::{check_control, Opcode, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN};
+use crate::wire::rdmap::{
+    check_control_ext, Extensions, Opcode, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN,
+};
 
 /// Receive configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +57,9 @@ pub struct RxConfig {
     /// an [`RxConfig::mpa_only`] deframer over the same octets): it is not
     /// computed again and the verdict is [`CrcVerdict::Ok`].
     pub crc_prechecked: bool,
+    /// The RDMAP extensions accepted (default none: the RFC 7306 opcodes
+    /// draw "unexpected OpCode" as any unknown opcode).
+    pub ext: Extensions,
 }
 
 impl RxConfig {
@@ -67,6 +72,7 @@ impl RxConfig {
             stop_at_terminate: true,
             mpa_only: false,
             crc_prechecked: false,
+            ext: Extensions::NONE,
         }
     }
 
@@ -473,7 +479,7 @@ impl<C: Crc32c> Deframer<C> {
         let (Some(&c0), Some(&c1)) = (fpdu.get(2), fpdu.get(3)) else {
             return Ok(None);
         };
-        let Ok(op) = check_control(Control::decode([c0, c1])) else {
+        let Ok(op) = check_control_ext(Control::decode([c0, c1]), self.cfg.ext) else {
             return Ok(None);
         };
         let hdr_need = op.hdr_len();
@@ -486,7 +492,7 @@ impl<C: Crc32c> Deframer<C> {
         };
         // Parsed into the slot it stays in until the FPDU ends: a copy of
         // the header is a dozen memory accesses per FPDU.
-        self.hdr = SegmentHeader::parse(raw).ok();
+        self.hdr = SegmentHeader::parse_ext(raw, self.cfg.ext).ok();
         if self.hdr.is_none() {
             return Ok(None);
         }
@@ -691,7 +697,7 @@ impl<C: Crc32c> Deframer<C> {
         }
         if self.hdr_need == 2 {
             let ctrl = Control::decode([self.hdr_buf[0], self.hdr_buf[1]]);
-            let op = check_control(ctrl)?;
+            let op = check_control_ext(ctrl, self.cfg.ext)?;
             self.hdr_need = op.hdr_len();
             if usize::from(self.ulpdu_len) < self.hdr_need {
                 return Err(LlpError::Framing(FramingFault::UlpduTooShort {
@@ -702,7 +708,9 @@ impl<C: Crc32c> Deframer<C> {
             return Ok(n);
         }
         let raw = self.hdr_buf.get(..self.hdr_need).unwrap_or(&[]);
-        let hdr = &*self.hdr.insert(SegmentHeader::parse(raw)?);
+        let hdr = &*self
+            .hdr
+            .insert(SegmentHeader::parse_ext(raw, self.cfg.ext)?);
         let plen = usize::from(self.ulpdu_len) - self.hdr_need;
         self.payload_len = plen as u32;
         self.payload_done = 0;

@@ -272,6 +272,12 @@ impl RxSink for Sink<'_> {
                 report_terminate(self.qp, hdr);
                 Ok(())
             }
+            // RFC 7306: parsed only with `RxConfig::ext`, which this
+            // driver leaves off; answered as any unknown opcode.
+            Opcode::ImmediateData
+            | Opcode::ImmediateDataSe
+            | Opcode::AtomicRequest
+            | Opcode::AtomicResponse => Err(RdmapError::UnexpectedOpcode.into()),
         }
     }
 

@@ -264,7 +264,7 @@ fn header_copy_for_the_terminate() {
     h.start_fpdu(46);
     assert_eq!(h.ulpdu_len(), 46);
     assert_eq!(h.header(), None);
-    let raw: Vec<u8> = (0..60).collect();
+    let raw: Vec<u8> = (0..(MAX_HDR_LEN as u8 + 14)).collect();
     h.keep(&raw[..18]);
     assert_eq!(h.header(), Some(&raw[..18]));
     // Only the longest header is kept of a longer slice.

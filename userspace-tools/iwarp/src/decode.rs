@@ -3,6 +3,11 @@
 //! `iwarp decode`: per connection and direction, detect the MPA
 //! Request/Reply, derive the marker/CRC mode, then deframe and print one
 //! line per MPA frame, FPDU, marker, DDP/RDMAP header and CRC verdict.
+//!
+//! Deframing and header parsing are `rsiw-wire`'s (with the RFC 7306
+//! extensions accepted). The RFC 7306 messages are decoded a second time
+//! by [`crate::rfc7306`], written from the RFC apart from `rsiw-wire`:
+//! its reading is printed, and a `MISMATCH` when the two disagree.
 
 use std::path::Path;
 
@@ -11,7 +16,7 @@ use rsiw_wire::ddp::DdpHdr;
 use rsiw_wire::error::ProtocolError;
 use rsiw_wire::markers::Marker;
 use rsiw_wire::mpa::MpaMode;
-use rsiw_wire::rdmap::{Body, SegmentHeader};
+use rsiw_wire::rdmap::{Body, Extensions, SegmentHeader};
 use rsiw_wire::rx::{CrcVerdict, Deframer, FpduInfo, RxConfig, RxSink};
 use rsiw_wire::term::parse_term_copy;
 use rsiw_wire::HostCrc32c;
@@ -42,7 +47,7 @@ impl RxSink for Printer<'_> {
         Ok(())
     }
 
-    fn on_header(&mut self, h: &SegmentHeader, _raw: &[u8], pl: u16) -> Result<(), ProtocolError> {
+    fn on_header(&mut self, h: &SegmentHeader, raw: &[u8], pl: u16) -> Result<(), ProtocolError> {
         let c = h.ctrl;
         let ddp = match h.ddp {
             DdpHdr::Tagged(t) => format!(
@@ -91,6 +96,18 @@ impl RxSink for Printer<'_> {
                 );
                 self.term = Some((t, Vec::new()));
             }
+            Body::Immediate(_) | Body::AtomicRequest(_) | Body::AtomicResponse(_) => {
+                match crate::rfc7306::decode(raw) {
+                    Ok(mut seg) => {
+                        seg.extra = usize::from(pl);
+                        r += &format!(" | {}", seg.describe());
+                        if !agree(h, &seg) {
+                            r += &format!(" MISMATCH rsiw-wire={:?}", h.body);
+                        }
+                    }
+                    Err(e) => r += &format!(" | RFC7306 MISMATCH independent decoder: {e:?}"),
+                }
+            }
             Body::None => {}
         }
         self.line(&r);
@@ -133,6 +150,51 @@ impl RxSink for Printer<'_> {
     fn on_marker(&mut self, off: u32, m: Marker) {
         self.line(&format!("MARKER off={off} fpduptr={}", m.fpduptr));
     }
+}
+
+/// Whether `rsiw-wire`'s header and the independent decoder's segment
+/// say the same of the same octets.
+fn agree(h: &SegmentHeader, s: &crate::rfc7306::Segment) -> bool {
+    use crate::rfc7306::Body as B;
+    let DdpHdr::Untagged(u) = h.ddp else {
+        return false;
+    };
+    let ddp = h.opcode as u8 == s.opcode()
+        && h.ctrl.last == s.last
+        && h.ctrl.ddp_version == s.dv
+        && h.ctrl.rdmap_version == s.rv
+        && (u.ulp, u.qn, u.msn, u.mo) == (s.inval_stag, s.qn, s.msn, s.mo);
+    let body = match (h.body, s.body) {
+        (Body::Immediate(a), B::Immediate { data, .. }) => a == data,
+        (
+            Body::AtomicRequest(a),
+            B::AtomicRequest {
+                reserved,
+                aopcode,
+                request_id,
+                remote_stag,
+                remote_to,
+                add_or_swap,
+                add_or_swap_mask,
+                compare,
+                compare_mask,
+            },
+        ) => {
+            (a.rsvd, a.aopcode, a.req_id, a.stag, a.to)
+                == (reserved, aopcode, request_id, remote_stag, remote_to)
+                && (a.add_swap, a.add_swap_mask, a.compare, a.compare_mask)
+                    == (add_or_swap, add_or_swap_mask, compare, compare_mask)
+        }
+        (
+            Body::AtomicResponse(a),
+            B::AtomicResponse {
+                request_id,
+                original,
+            },
+        ) => (a.req_id, a.orig) == (request_id, original),
+        _ => false,
+    };
+    ddp && body
 }
 
 fn mpa_line(h: &MpaRr, f: &rsiw_wire::connect::RrFrame<'_>) -> String {
@@ -202,7 +264,11 @@ fn deframe(label: &str, data: &[u8], mode: MpaMode, off: u32) {
         b(mode.markers),
         b(mode.crc)
     );
-    let mut d = Deframer::new(RxConfig::new(mode), HostCrc32c::new(), off);
+    let cfg = RxConfig {
+        ext: Extensions::RFC7306,
+        ..RxConfig::new(mode)
+    };
+    let mut d = Deframer::new(cfg, HostCrc32c::new(), off);
     let mut p = Printer { label, term: None };
     if let Err(e) = d.push(data, &mut p) {
         let t = e.term_code();

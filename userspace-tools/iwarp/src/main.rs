@@ -5,6 +5,7 @@
 
 mod capture;
 mod decode;
+mod rfc7306;
 
 use std::io::Read;
 use std::process::ExitCode;

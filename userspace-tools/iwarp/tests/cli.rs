@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use rsiw_wire::connect::{encode_rr, FrameKind, IrdOrd, MpaRr};
 use rsiw_wire::mpa::MpaMode;
 use rsiw_wire::rdmap::{Opcode, ReadRequest, SegmentHeader};
+use rsiw_wire::rfc7306::{AtomicRequest, AtomicResponse};
 use rsiw_wire::tx::encode_fpdu;
 use rsiw_wire::HostCrc32c;
 
@@ -369,6 +370,61 @@ fn decode_hex_payload() {
     // Wrong mode flags produce a typed error.
     let out = decode(&["--hex", "--markers"], &path);
     assert!(out.contains("ERROR"));
+    std::fs::remove_file(path).ok();
+}
+
+/// RFC 7306 messages framed by `rsiw-wire` are decoded by both decoders
+/// of `iwarp decode`, which agree on every field.
+#[test]
+fn decode_rfc7306_messages() {
+    let s = fpdus(
+        MpaMode {
+            markers: true,
+            crc: true,
+        },
+        &[
+            (SegmentHeader::immediate(false, 1, *b"rsiw7306"), 0),
+            (SegmentHeader::immediate(true, 2, [0xff; 8]), 0),
+            (
+                SegmentHeader::atomic_request(
+                    1,
+                    AtomicRequest::fetch_add(7, 0x0102_0304, 0x1000, 5, 0),
+                ),
+                0,
+            ),
+            (
+                SegmentHeader::atomic_request(
+                    2,
+                    AtomicRequest::cmp_swap(8, 0x0102_0304, 0x1008, 9, !0, 3, !0),
+                ),
+                0,
+            ),
+            (
+                SegmentHeader::atomic_response(
+                    1,
+                    AtomicResponse {
+                        req_id: 7,
+                        orig: 0x1234,
+                    },
+                ),
+                0,
+            ),
+        ],
+    );
+    let hex: String = s.iter().map(|b| format!("{b:02x} ")).collect();
+    let path = std::env::temp_dir().join(format!("iwarp-7306-{}.hex", std::process::id()));
+    std::fs::write(&path, hex).unwrap();
+    let out = decode(&["--hex", "--markers", "--crc"], &path);
+    println!("{out}");
+    assert!(!out.contains("MISMATCH"), "{out}");
+    assert!(!out.contains("PROBLEMS"), "{out}");
+    assert!(!out.contains("ERROR"), "{out}");
+    assert!(out.contains("op=IMMEDIATE_DATA payload_len=0 | RFC7306 qn=0 msn=1 mo=0 L=1 ImmediateData data=7273697737333036"));
+    assert!(out.contains("op=IMMEDIATE_DATA_SE"));
+    assert!(out.contains("AtomicRequest aopcode=0 (FetchAdd) req_id=0x00000007"));
+    assert!(out.contains("AtomicRequest aopcode=2 (CmpSwap) req_id=0x00000008"));
+    assert!(out.contains("AtomicResponse req_id=0x00000007 original=0x0000000000001234"));
+    assert!(out.contains("END fpdus=5"));
     std::fs::remove_file(path).ok();
 }
 
