@@ -168,6 +168,10 @@ impl Cep {
         if let Phase::Rdma(c) = phase {
             c.wake = Timeout::arm(self, WAKE_PEER_MS[0]).ok();
             c.wakes = 1;
+            if c.wake.is_none() {
+                // No check will come to end a responder's grace.
+                c.qp.end_responder_grace();
+            }
         }
     }
 
@@ -187,6 +191,9 @@ impl Cep {
     /// doorbell as the streaming sender (see `Qp::doorbell`).
     fn wake_peer(self: &Arc<Self>, c: &mut Connected) {
         c.wake = None;
+        if c.wakes == 1 {
+            c.qp.end_responder_grace();
+        }
         let Some(woken) = c.qp.wake_silent_peer(&mut c.sent_at_check) else {
             return;
         };

@@ -140,15 +140,30 @@ pub struct Conn {
     /// Peer-to-peer responder: the first FPDU received (the RTR) is still
     /// to be reported to the CM.
     pub await_rtr: AtomicBool,
-    /// Responder: no FPDU goes out before the initiator's first one
-    /// arrived (RFC 5044 section 7.1.2): in the peer-to-peer model always
-    /// (that FPDU is the RTR, RFC 6581), in the client-server model with
-    /// `mpa_responder_waits`. A TERMINATE still goes out.
-    pub hold_tx: bool,
+    /// What the connection sends before the peer's first FPDU arrived.
+    pub hold: TxHold,
     /// The connection endpoint, which reports the close to the CM.
     pub cep: Arc<dyn Endpoint>,
     /// The CM id of the connection.
     pub id: crate::kif::rdma::iwcm::CmId,
+}
+
+/// A responder's transmit hold: RFC 5044 section 7.1.2 has an MPA
+/// responder send no FPDU before it received the initiator's first one.
+/// A TERMINATE still goes out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TxHold {
+    /// Nothing is held (the initiator).
+    None,
+    /// Nothing goes out before the initiator's first FPDU arrived: in the
+    /// peer-to-peer model (that FPDU is the RTR, RFC 6581), and in the
+    /// client-server model with `mpa_responder_waits`.
+    UntilFirstFpdu,
+    /// As [`TxHold::UntilFirstFpdu`], but only until the connection's
+    /// first check of the peer's silence ([`Qp::end_responder_grace`]):
+    /// the client-server default, so that an application whose server
+    /// speaks first does not wait forever for a client that waits too.
+    Grace,
 }
 
 /// Fixed QP sizes.
@@ -522,6 +537,25 @@ impl Qp {
     /// The connection, if the QP has one.
     pub fn conn(&self) -> Option<Arc<Conn>> {
         self.conn.lock().clone()
+    }
+
+    /// Ends a client-server responder's grace ([`TxHold::Grace`]): what
+    /// its application posted goes out now, even though the initiator has
+    /// sent nothing yet. The connection manager calls it at the
+    /// connection's first check of the peer's silence.
+    ///
+    /// Why wait at all: upstream siw's initiator, after it read the MPA
+    /// Reply, fails the connection (-EPROTO, "peer sent extra data";
+    /// rdma_cm reports a connect error) if more octets are already in its
+    /// socket; a server that speaks first, as soon as it is ESTABLISHED,
+    /// races it (tests/guest/pair_siw_early_fpdu.sh). Why not wait for
+    /// ever: that initiator never sends first when its application
+    /// waits for the server (librdmacm's `ucmatose`).
+    pub fn end_responder_grace(self: &Arc<Self>) {
+        let grace = self.conn().is_some_and(|c| c.hold == TxHold::Grace);
+        if grace && self.lockfree.release_tx() {
+            self.schedule_tx();
+        }
     }
 
     /// For a connection whose peer has sent nothing yet: if we sent FPDUs

@@ -110,7 +110,7 @@ impl Requested {
         } else if self.policy.responder_waits {
             Rtr::Hold
         } else {
-            Rtr::None
+            Rtr::Grace
         };
         let terms = Terms {
             initiator: false,

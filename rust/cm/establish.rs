@@ -11,7 +11,7 @@ use kernel::{prelude::*, sync::Arc};
 use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::Socket;
 use crate::kif::trace;
-use crate::qp::{Conn, Qp};
+use crate::qp::{Conn, Qp, TxHold};
 use crate::wire::mpa::{max_fpdu_wire_len, mulpdu, MpaMode};
 
 use super::Cep;
@@ -29,7 +29,7 @@ pub(super) struct PerDir {
 /// The peer-to-peer ready-to-receive message of a connection.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Rtr {
-    /// Not the peer-to-peer model.
+    /// Client-server initiator: nothing to send or await.
     None,
     /// Initiator: send a zero length Write before anything else.
     Send,
@@ -39,6 +39,9 @@ pub(super) enum Rtr {
     /// Client-server responder: send no FPDU before the initiator's first
     /// one arrived (RFC 5044 section 7.1.2, `mpa_responder_waits`).
     Hold,
+    /// Client-server responder by default: as `Hold`, but only until the
+    /// first check of the peer's silence ([`crate::qp::TxHold::Grace`]).
+    Grace,
 }
 
 /// What the MPA exchange settled for a connection.
@@ -119,7 +122,11 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
             // RFC 5044 7.1.2, RFC 6581: a responder sends no FPDU before
             // it received one; in the peer-to-peer model that one is the
             // initiator's RTR.
-            hold_tx: matches!(t.rtr, Rtr::Hold | Rtr::Await),
+            hold: match t.rtr {
+                Rtr::Hold | Rtr::Await => TxHold::UntilFirstFpdu,
+                Rtr::Grace => TxHold::Grace,
+                Rtr::None | Rtr::Send => TxHold::None,
+            },
             cep: cep.clone(),
             id,
         },

@@ -139,7 +139,7 @@ pub(super) fn flush_active(qp: &Qp) {
 /// receive state of the connection and processes data that arrived before.
 pub(crate) fn start(qp: &Arc<Qp>) -> Result {
     let conn = qp.conn().ok_or(EINVAL)?;
-    qp.lockfree.hold_tx(conn.hold_tx);
+    qp.lockfree.hold_tx(conn.hold != super::TxHold::None);
     super::tx::start(qp, &conn)?;
     let mode = MpaMode {
         markers: conn.rx_markers,
