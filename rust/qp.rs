@@ -5,7 +5,7 @@
 //! through the connection manager), completions and flushing. The
 //! submodules create QPs (`create`), post work requests (`post`), hold
 //! what the `inner` lock guards (`inner`), the lock-free state
-//! (`lockfree`), the RDMA Read queues ([`orq`]) and the transmit ([`tx`])
+//! (`lockfree`), the RDMA Read queues ([`reads`]) and the transmit ([`tx`])
 //! and receive ([`rx`]) engines; the connection manager is reached only
 //! through the [`Endpoint`] a connection holds.
 //!
@@ -16,36 +16,38 @@
 //!
 //! 1. The connection endpoint's `Cep::phase` (mutex, in `cm`): the MPA
 //!    exchange moves the QP to RTS and starts its engines under it (so
-//!    `inner`, `conn`, `tx`, `rx`, `orq` and `irq` are taken under it).
+//!    `inner`, `conn`, `tx`, `rx`, `outbound_reads` and `inbound_reads`
+//!    are taken under it).
 //! 2. [`Qp::tx`] (mutex): the transmit engine. Held while it sends (TCP
 //!    takes the socket's lock under it) and while it takes `inner`,
-//!    `orq`, `irq` and completes work requests.
+//!    `outbound_reads`, `inbound_reads` and completes work requests.
 //! 3. [`Qp::rx`] (irqsave spinlock): the receive engine, taken in the
 //!    socket's `data_ready` upcall (softirq, socket lock held). Under it
-//!    the receive path takes `orq` (Read Responses), `irq` (Read
-//!    Requests), the SRQ and completes work requests.
+//!    the receive path takes `outbound_reads` (Read Responses),
+//!    `inbound_reads` (Read Requests), the SRQ and completes work requests.
 //! 4. [`Qp::inner`] (irqsave spinlock): the state, the queue indices, ORD,
 //!    IRD, access and the active work request. `rx` and `inner` are never
 //!    held together.
-//! 5. [`Qp::orq`] (irqsave spinlock): under `inner` when an RDMA Read
-//!    moves into the ORQ together with its send queue slot.
-//! 6. [`Qp::irq`] (irqsave spinlock).
+//! 5. [`Qp::outbound_reads`] (irqsave spinlock): under `inner` when an RDMA
+//!    Read moves into the outbound Read queue together with its send
+//!    queue slot.
+//! 6. [`Qp::inbound_reads`] (irqsave spinlock).
 //! 7. Leaves, under which nothing is taken: [`Qp::conn`] (irqsave
 //!    spinlock), the SRQ's `st` and a CQ's `pos` (irqsave spinlocks: a
 //!    completion is pushed under `tx` or `rx`, never under `inner`,
-//!    `orq` or `irq`), a fast-registration MR's page list, and the
-//!    kernel interface's handle locks (events, CQ notifications).
+//!    `outbound_reads` or `inbound_reads`), a fast-registration MR's page
+//!    list, and the kernel interface's handle locks (events, CQ notifications).
 //!
 //! `mappings` (mutex) is taken alone, when the QP is destroyed.
 //! Each lock has a name of its own (`rsiw::Qp::inner`, ...), so that
 //! lockdep checks this order. The state changes only through `Qp`
 //! methods ([`Qp::put_state`] under `inner`, which also keeps the
-//! lock-free copy the data path reads). What `inner`, `orq` and `irq`
-//! guard is changed only through the methods of the guarded types
-//! (`inner::QpInner`, [`Orq`], [`Irq`]). The values read without a lock
-//! (the QP number, that copy of the state, the flags between the
-//! receive side, the transmit side and the doorbell) are atomics in
-//! `lockfree::LockFree`, whose comment says who sets and clears each and
+//! lock-free copy the data path reads). What `inner`, `outbound_reads` and
+//! `inbound_reads` guard is changed only through the methods of the guarded
+//! types (`inner::QpInner`, [`OutboundReads`], [`InboundReads`]). The values
+//! read without a lock (the QP number, that copy of the state, the flags
+//! between the receive side, the transmit side and the doorbell) are atomics
+//! in `lockfree::LockFree`, whose comment says who sets and clears each and
 //! why its memory ordering is enough.
 
 use core::sync::atomic::AtomicBool;
@@ -78,7 +80,7 @@ use crate::state::qp::{self as machine, After, Modify, Refused};
 use details::LastTerm;
 use inner::QpInner;
 use lockfree::LockFree;
-use orq::{Irq, Orq, WrRef};
+use reads::{InboundReads, OutboundReads, WrRef};
 use rx::RxState;
 use tx::TxState;
 
@@ -89,8 +91,8 @@ mod create;
 pub mod details;
 mod inner;
 mod lockfree;
-pub mod orq;
 mod post;
+pub mod reads;
 pub mod rx;
 pub mod tx;
 
@@ -213,12 +215,12 @@ pub struct Qp {
     #[pin]
     tx: Mutex<TxState>,
     /// Outbound RDMA Reads awaiting their response (ORD; lock
-    /// `rsiw::Qp::orq`).
+    /// `rsiw::Qp::outbound_reads`).
     #[pin]
-    orq: SpinLockIrq<Orq>,
-    /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::irq`).
+    outbound_reads: SpinLockIrq<OutboundReads>,
+    /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::inbound_reads`).
     #[pin]
-    irq: SpinLockIrq<Irq>,
+    inbound_reads: SpinLockIrq<InboundReads>,
     /// The last TERMINATE sent or received (for the resource details).
     last_term: LastTerm,
     /// The transmit work item.
@@ -386,7 +388,8 @@ impl Qp {
     }
 
     /// Completes a send work request whose queue slot was already given
-    /// back (RDMA Reads, completed from the ORQ by their Read Response).
+    /// back (RDMA Reads, completed from the outbound Read queue by their Read
+    /// Response).
     pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
         if wr.flags.contains(WqeFlags::SIGNALLED) || self.sig_all || status != Status::Success {
             let c = Cqe {
@@ -429,7 +432,7 @@ impl Qp {
     /// Flushes every posted send element with a flush error.
     pub fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.
-        tx::flush_orq(self);
+        tx::flush_outbound_reads(self);
         let mut n = 0;
         loop {
             let i = {

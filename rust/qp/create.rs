@@ -7,7 +7,7 @@
 use kernel::{new_mutex, prelude::*, sync::Arc, workqueue::new_work};
 
 use super::details::LastTerm;
-use super::orq::{Irq, Orq};
+use super::reads::{InboundReads, OutboundReads};
 use super::rx::RxState;
 use super::tx::TxState;
 use super::{LockFree, Qp, QpCaps, QpInner};
@@ -189,8 +189,8 @@ impl Qp {
             conn <- crate::new_spinlock_irq!(None, "rsiw::Qp::conn"),
             rx <- crate::new_spinlock_irq!(RxState::new(), "rsiw::Qp::rx"),
             tx <- new_mutex!(TxState::new(), "rsiw::Qp::tx"),
-            orq <- crate::new_spinlock_irq!(Orq::new(), "rsiw::Qp::orq"),
-            irq <- crate::new_spinlock_irq!(Irq::new(), "rsiw::Qp::irq"),
+            outbound_reads <- crate::new_spinlock_irq!(OutboundReads::new(), "rsiw::Qp::outbound_reads"),
+            inbound_reads <- crate::new_spinlock_irq!(InboundReads::new(), "rsiw::Qp::inbound_reads"),
             last_term: LastTerm::new(),
             tx_work <- new_work!("rsiw::qp_tx"),
             _quota: quota,

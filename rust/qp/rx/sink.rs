@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The placement sink: the deframer's consumer, which checks each DDP
-//! segment's header against the QP (MSNs, MOs, STags, the ORQ head) and
-//! places its payload: tagged segments into the registered memory the
-//! STag names or the Read's sink, untagged ones into the receive queue
+//! segment's header against the QP (MSNs, MOs, STags, the outbound Read queue
+//! head) and places its payload: tagged segments into the registered memory
+//! the STag names or the Read's sink, untagged ones into the receive queue
 //! element of the Send in progress. What a segment completes is in
 //! [`complete`].
 
@@ -30,7 +30,7 @@ enum Seg {
     Send { mo: u32, len: u32 },
     /// An RDMA Write to `mem` at tagged offset `to`.
     Write { mem: MemRef, to: u64 },
-    /// An RDMA Read Response to the ORQ head's sink.
+    /// An RDMA Read Response to the outbound Read queue head's sink.
     ReadResp {
         mem: Option<MemRef>,
         to: u64,
@@ -213,11 +213,12 @@ impl Sink<'_> {
         Ok(())
     }
 
-    /// A Read Response segment: into the sink of the ORQ head, in order.
+    /// A Read Response segment: into the sink of the outbound Read queue
+    /// head, in order.
     fn read_resp_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
-        let mut orq = self.qp.orq.lock();
-        let e = orq.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
+        let mut outbound = self.qp.outbound_reads.lock();
+        let e = outbound.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
         let sink = ReadSink {
             stag: e.sink.lkey,
             to: e.sink.addr,
@@ -232,7 +233,8 @@ impl Sink<'_> {
         Ok(())
     }
 
-    /// A Read Request: the next message of queue 1, for the IRQ.
+    /// A Read Request: the next message of queue 1, for the inbound Read
+    /// queue.
     fn read_req_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
         self.c.msns.check(QN_READ_REQUEST, u.msn)?;

@@ -16,7 +16,7 @@ use crate::base::stats::{Counter, Stats};
 use crate::kif::crc::KernelCrc32c;
 use crate::kif::sock::SendLock;
 use crate::mem::access::MemFault;
-use crate::qp::orq::TERM_MAX;
+use crate::qp::reads::TERM_MAX;
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     tx::{frame_plain_head, FpduPlan, Segment, TxPiece, PLAIN_TAIL_MAX},

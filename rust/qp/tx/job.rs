@@ -8,7 +8,7 @@ use kernel::prelude::*;
 
 use crate::kif::siw::{self, Sge, Sqe, WqeFlags, MAX_INLINE, MAX_SGE};
 use crate::mem::access::{Inside, MemFault, MemRef};
-use crate::qp::orq::TermMsg;
+use crate::qp::reads::TermMsg;
 use crate::wire::{
     rdmap::{Opcode, SegmentHeader},
     tx::Segment,
@@ -74,9 +74,9 @@ impl Src {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// Send or Write (the active work request, see
-    /// [`Orq`](crate::qp::orq::Orq)).
+    /// [`OutboundReads`](crate::qp::reads::OutboundReads)).
     Wr,
-    /// RDMA Read Request (already in the ORQ).
+    /// RDMA Read Request (already in the outbound Read queue).
     ReadReq,
     /// RDMA Read Response.
     ReadResp,

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! RDMA Read as transmit jobs: an outbound Read's Read Request (the work
-//! request moves to the ORQ, within ORD, before its request is sent; it
-//! completes when the Read Response arrives) and the Read Response that
-//! answers an inbound Read Request from the IRQ (its source memory
-//! checked first; a bad request is answered with a TERMINATE).
+//! request moves to the outbound Read queue, within ORD, before its request
+//! is sent; it completes when the Read Response arrives) and the Read
+//! Response that answers an inbound Read Request from the inbound Read queue
+//! (its source memory checked first; a bad request is answered with a
+//! TERMINATE).
 
 use kernel::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::kif::{
     siw::{Opcode, Sge, Sqe, Status},
 };
 use crate::mem::access::{self, resolve, MemFault, MemRef, StagCache};
-use crate::qp::orq::{IrqEntry, OrqEntry};
+use crate::qp::reads::{InboundRead, OutboundRead};
 use crate::qp::Qp;
 use crate::wire::{
     error::RdmapError,
@@ -25,7 +26,8 @@ use crate::wire::{
 };
 
 /// An RDMA Read from send queue slot `idx`: ORD check, sink check, into
-/// the ORQ, slot back; its Read Request becomes the message to transmit.
+/// the outbound Read queue, slot back; its Read Request becomes the message
+/// to transmit.
 /// `op` is the element's opcode, [`Opcode::Read`] or
 /// [`Opcode::ReadLocalInv`].
 #[inline(never)]
@@ -46,7 +48,7 @@ pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe, op
             return Next::Again;
         }
     };
-    let e = OrqEntry {
+    let e = OutboundRead {
         id: sqe.id,
         flags: sqe.flags,
         opcode: op,
@@ -54,7 +56,7 @@ pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe, op
         mem,
         placed: 0,
     };
-    match into_orq(qp, tx, idx, e) {
+    match into_outbound_reads(qp, tx, idx, e) {
         Queued::Yes => {}
         Queued::Flushed => return Next::Again,
         Queued::OrdFull => return Next::Idle,
@@ -93,9 +95,9 @@ fn sink_memory(
         .map_err(Status::from)
 }
 
-/// Where [`into_orq`] put an RDMA Read.
+/// Where [`into_outbound_reads`] put an RDMA Read.
 enum Queued {
-    /// Into the ORQ, its slot taken.
+    /// Into the outbound Read queue, its slot taken.
     Yes,
     /// Nowhere: its slot was flushed meanwhile.
     Flushed,
@@ -106,18 +108,18 @@ enum Queued {
     NoOrd,
 }
 
-/// Moves the Read `e` from send queue slot `idx` into the ORQ and takes
-/// the slot, atomically with respect to flushes.
-fn into_orq(qp: &Qp, tx: &mut TxState, idx: u32, e: OrqEntry) -> Queued {
+/// Moves the Read `e` from send queue slot `idx` into the outbound Read queue
+/// and takes the slot, atomically with respect to flushes.
+fn into_outbound_reads(qp: &Qp, tx: &mut TxState, idx: u32, e: OutboundRead) -> Queued {
     let mut inner = qp.inner.lock();
     if inner.sq_get() != idx {
         return Queued::Flushed;
     }
-    let mut orq = qp.orq.lock();
-    if orq.capacity() == 0 {
+    let mut outbound = qp.outbound_reads.lock();
+    if outbound.capacity() == 0 {
         return Queued::NoOrd;
     }
-    if !orq.push(e) {
+    if !outbound.push(e) {
         tx.set_sq_next(idx);
         return Queued::OrdFull;
     }
@@ -130,7 +132,7 @@ fn into_orq(qp: &Qp, tx: &mut TxState, idx: u32, e: OrqEntry) -> Queued {
 /// the Read Response the message to transmit, or answers a bad request
 /// with a TERMINATE.
 #[inline(never)]
-pub(super) fn response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
+pub(super) fn response_job(qp: &Qp, tx: &mut TxState, e: InboundRead) -> Next {
     let rr = e.rr;
     match source_memory(qp, &rr, tx.stags()) {
         Ok((sqe, src)) => {
@@ -179,10 +181,10 @@ fn source_memory(
     Ok((sqe, Src::one(mem)))
 }
 
-/// A Read Request that cannot be answered: it leaves the IRQ, the
-/// consumer gets an access error event and the peer a TERMINATE with the
+/// A Read Request that cannot be answered: it leaves the inbound Read queue,
+/// the consumer gets an access error event and the peer a TERMINATE with the
 /// request's header.
-fn bad_request(qp: &Qp, e: &IrqEntry, err: RdmapError) {
+fn bad_request(qp: &Qp, e: &InboundRead, err: RdmapError) {
     let rr = e.rr;
     crate::qp_warn!(
         qp.handle,
@@ -193,7 +195,7 @@ fn bad_request(qp: &Qp, e: &IrqEntry, err: RdmapError) {
         rr.size,
         err
     );
-    qp.irq.lock().end_response();
+    qp.inbound_reads.lock().end_response();
     qp.handle.event(QpEvent::AccessError);
     let (h, n) = SegmentHeader::read_request(e.msn, rr).to_bytes();
     queue_terminate(qp, err.into(), h.get(..n), n as u16);

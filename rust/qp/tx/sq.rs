@@ -22,7 +22,7 @@ use crate::kif::{
 };
 use crate::mem::access::{self, invalidate_wait, resolve, MemRef, StagCache};
 use crate::mem::MemKind;
-use crate::qp::orq::WrRef;
+use crate::qp::reads::WrRef;
 use crate::qp::Qp;
 use crate::wire::{
     error::RdmapError,
@@ -70,9 +70,10 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
 }
 
 /// Whether a read-fenced work request must wait: RDMA Reads are still
-/// outstanding. The Read Response that empties the ORQ resumes it.
+/// outstanding. The Read Response that empties the outbound Read queue
+/// resumes it.
 fn fenced(qp: &Qp) -> bool {
-    qp.orq.lock().fence_waits()
+    qp.outbound_reads.lock().fence_waits()
 }
 
 /// A Send or Write: checks its payload, numbers a Send, takes its slot

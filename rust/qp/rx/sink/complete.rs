@@ -2,16 +2,16 @@
 
 //! The end of a DDP segment: what it completes. The last segment of a
 //! Send completes its receive queue element (invalidating the STag of a
-//! Send with Invalidate), the last of a Read Response the ORQ head; a
-//! Read Request goes to the IRQ for the transmit side to answer; a
-//! TERMINATE ends the stream.
+//! Send with Invalidate), the last of a Read Response the outbound Read queue
+//! head; a Read Request goes to the inbound Read queue for the transmit side
+//! to answer; a TERMINATE ends the stream.
 
 use kernel::prelude::*;
 
 use super::{Seg, Sink};
 use crate::kif::siw::{Opcode, Status};
 use crate::mem::access::invalidate_now;
-use crate::qp::orq::IrqEntry;
+use crate::qp::reads::InboundRead;
 use crate::wire::{
     error::{ProtocolError, RdmapError},
     rdmap::{SegmentHeader, QN_READ_REQUEST, QN_SEND},
@@ -32,8 +32,8 @@ impl Sink<'_> {
             }
             Seg::ReadResp { len, .. } => {
                 let done = {
-                    let mut orq = self.qp.orq.lock();
-                    match orq.head_mut() {
+                    let mut outbound = self.qp.outbound_reads.lock();
+                    match outbound.head_mut() {
                         Some(e) => {
                             e.placed = e.placed.saturating_add(len);
                             hdr.ctrl.last
@@ -48,8 +48,8 @@ impl Sink<'_> {
             }
             Seg::ReadReq { rr, msn } => {
                 self.c.msns.advance(QN_READ_REQUEST);
-                let e = IrqEntry { rr, msn };
-                if !self.qp.irq.lock().push(e, &self.qp.lockfree) {
+                let e = InboundRead { rr, msn };
+                if !self.qp.inbound_reads.lock().push(e, &self.qp.lockfree) {
                     crate::qp_warn!(self.qp.handle, "QP {}: IRD exceeded\n", self.qp.id());
                     return Err(RdmapError::CatastrophicStream.into());
                 }
@@ -90,9 +90,10 @@ impl Sink<'_> {
         r
     }
 
-    /// Completes the ORQ head (its Read Response is complete).
+    /// Completes the outbound Read queue head (its Read Response is
+    /// complete).
     fn finish_read(&mut self) -> Result<(), ProtocolError> {
-        let (e, stalled) = self.qp.orq.lock().pop_wake();
+        let (e, stalled) = self.qp.outbound_reads.lock().pop_wake();
         // Wake the transmit work only if it waits for this ORD slot (or
         // the fence): most Reads complete with nothing queued behind.
         self.act.wake_tx |= stalled;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The QP's RDMA Read queues and what they hold: the [`Orq`] of outbound
-//! Reads awaiting their Read Response (ORD), the [`Irq`] of inbound Read
-//! Requests to answer (IRD) with the TERMINATE the receive side hands to
-//! the transmit work, both in a bounded [`Fifo`] (the ring of
+//! The QP's RDMA Read queues and what they hold: [`OutboundReads`], the
+//! outbound Reads awaiting their Read Response (ORD), and [`InboundReads`],
+//! the inbound Read Requests to answer (IRD) with the TERMINATE the receive
+//! side hands to the transmit work, both in a bounded [`Fifo`] (the ring of
 //! [`crate::state::fifo`] in a `KVec`), and [`WrRef`], what the completion
 //! of a work request whose queue slot was given back needs.
 
@@ -37,7 +37,7 @@ impl<T> Slots<T> for KVec<Option<T>> {
 
 /// An outbound RDMA Read awaiting its Read Response.
 #[derive(Clone)]
-pub struct OrqEntry {
+pub struct OutboundRead {
     /// Work request id.
     pub id: u64,
     /// Work request flags.
@@ -52,7 +52,7 @@ pub struct OrqEntry {
     pub placed: u32,
 }
 
-impl OrqEntry {
+impl OutboundRead {
     /// What its completion needs.
     pub fn wr(&self) -> WrRef {
         WrRef {
@@ -64,10 +64,11 @@ impl OrqEntry {
 }
 
 /// Outbound RDMA Reads awaiting their Read Response (at most ORD), under
-/// the QP's `orq` lock; its fields change only through its methods.
-pub struct Orq {
+/// the QP's `outbound_reads` lock; its fields change only through its
+/// methods.
+pub struct OutboundReads {
     /// The Reads, oldest first.
-    q: Fifo<OrqEntry>,
+    q: Fifo<OutboundRead>,
     /// The transmit work stopped at a Read (ORD reached) or a fenced work
     /// request: the Read Response that frees a slot wakes it.
     stalled: bool,
@@ -95,19 +96,19 @@ impl WrRef {
     }
 }
 
-impl Default for Orq {
+impl Default for OutboundReads {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Default for Irq {
+impl Default for InboundReads {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Orq {
+impl OutboundReads {
     /// An empty queue (no capacity until the connection starts).
     pub const fn new() -> Self {
         Self {
@@ -119,7 +120,7 @@ impl Orq {
     /// Empties the queue for a new connection, with room for `q`'s
     /// capacity (ORD) from now on; returns the old one (to be dropped
     /// without the lock).
-    pub fn restart(&mut self, q: Fifo<OrqEntry>) -> Fifo<OrqEntry> {
+    pub fn restart(&mut self, q: Fifo<OutboundRead>) -> Fifo<OutboundRead> {
         self.stalled = false;
         core::mem::replace(&mut self.q, q)
     }
@@ -132,8 +133,8 @@ impl Orq {
 
     /// Queues the Read `e`; `false` when ORD is reached, and then the
     /// transmit work waits: the Read Response that frees a slot wakes it
-    /// (see [`Orq::pop_wake`]).
-    pub fn push(&mut self, e: OrqEntry) -> bool {
+    /// (see [`OutboundReads::pop_wake`]).
+    pub fn push(&mut self, e: OutboundRead) -> bool {
         if self.q.push(e).is_err() {
             self.stalled = true;
             return false;
@@ -143,7 +144,7 @@ impl Orq {
 
     /// A read-fenced work request is next: whether it must wait for the
     /// outstanding Reads; if so the transmit work waits, and the next
-    /// Read Response wakes it (see [`Orq::pop_wake`]).
+    /// Read Response wakes it (see [`OutboundReads::pop_wake`]).
     pub fn fence_waits(&mut self) -> bool {
         if self.q.is_empty() {
             return false;
@@ -154,7 +155,7 @@ impl Orq {
 
     /// Removes the oldest outstanding Read; also says whether the
     /// transmit work waits for that (see `stalled`).
-    pub fn pop_wake(&mut self) -> (Option<OrqEntry>, bool) {
+    pub fn pop_wake(&mut self) -> (Option<OutboundRead>, bool) {
         let e = self.pop();
         (e, core::mem::take(&mut self.stalled))
     }
@@ -170,19 +171,19 @@ impl Orq {
     }
 
     /// The oldest outstanding Read.
-    pub fn head_mut(&mut self) -> Option<&mut OrqEntry> {
+    pub fn head_mut(&mut self) -> Option<&mut OutboundRead> {
         self.q.head_mut()
     }
 
     /// Removes the oldest outstanding Read.
-    pub fn pop(&mut self) -> Option<OrqEntry> {
+    pub fn pop(&mut self) -> Option<OutboundRead> {
         self.q.pop()
     }
 }
 
 /// An inbound RDMA Read Request to answer.
 #[derive(Clone, Copy, Debug)]
-pub struct IrqEntry {
+pub struct InboundRead {
     /// The request.
     pub rr: ReadRequest,
     /// Its MSN (for the copied header of a TERMINATE).
@@ -198,12 +199,12 @@ pub struct TermMsg {
 
 /// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
 /// the receive side (softirq) passes to the transmit work, under the QP's
-/// `irq` lock; its fields change only through its methods, which also
-/// raise the QP's lock-free flag that sends the transmit side here
-/// ([`LockFree::note_irq_queued`]) with what they queue.
-pub struct Irq {
+/// `inbound_reads` lock; its fields change only through its methods, which
+/// also raise the QP's lock-free flag that sends the transmit side here
+/// ([`LockFree::note_inbound_reads_queued`]) with what they queue.
+pub struct InboundReads {
     /// The Read Requests, oldest first.
-    q: Fifo<IrqEntry>,
+    q: Fifo<InboundRead>,
     // INVARIANT: `true` exactly while the transmit side has a Read
     // Response job for a request it took from `q`: set by `take_work`
     // together with the pop, cleared by `end_response` when that job
@@ -215,7 +216,7 @@ pub struct Irq {
     term: Option<TermMsg>,
 }
 
-impl Irq {
+impl InboundReads {
     /// An empty queue (no capacity until the connection starts).
     pub const fn new() -> Self {
         Self {
@@ -228,7 +229,7 @@ impl Irq {
     /// Empties the queue for a new connection, with room for `q`'s
     /// capacity (IRD) from now on: no response in progress, no TERMINATE.
     /// Returns the old queue (to be dropped without the lock).
-    pub fn restart(&mut self, q: Fifo<IrqEntry>) -> Fifo<IrqEntry> {
+    pub fn restart(&mut self, q: Fifo<InboundRead>) -> Fifo<InboundRead> {
         self.active = false;
         self.term = None;
         core::mem::replace(&mut self.q, q)
@@ -236,7 +237,7 @@ impl Irq {
 
     /// Queues a Read Request and tells the transmit side (`lf`, the QP's
     /// lock-free state); `false` when IRD is exhausted.
-    pub(super) fn push(&mut self, e: IrqEntry, lf: &LockFree) -> bool {
+    pub(super) fn push(&mut self, e: InboundRead, lf: &LockFree) -> bool {
         // As siw: the response being sent does not count (it left the
         // queue), so a peer may see IRD + 1 accepted; this also covers the
         // peer's next Read Request overtaking our bookkeeping of the
@@ -244,7 +245,7 @@ impl Irq {
         if self.q.push(e).is_err() {
             return false;
         }
-        lf.note_irq_queued();
+        lf.note_inbound_reads_queued();
         true
     }
 
@@ -255,7 +256,7 @@ impl Irq {
             return false;
         }
         self.term = Some(t);
-        lf.note_irq_queued();
+        lf.note_inbound_reads_queued();
         true
     }
 
@@ -264,15 +265,16 @@ impl Irq {
         self.term.is_some()
     }
 
-    /// The transmit side's look (after [`LockFree::take_irq_queued`]):
-    /// takes the TERMINATE if there is one, else with `reads` the oldest
-    /// Read Request, whose response becomes the active one. Tells the
-    /// transmit side (`lf`) to look again when work is left.
+    /// The transmit side's look (after
+    /// [`LockFree::take_inbound_reads_queued`]): takes the TERMINATE if there
+    /// is one, else with `reads` the oldest Read Request, whose response
+    /// becomes the active one. Tells the transmit side (`lf`) to look again
+    /// when work is left.
     pub(super) fn take_work(
         &mut self,
         reads: bool,
         lf: &LockFree,
-    ) -> (Option<TermMsg>, Option<IrqEntry>) {
+    ) -> (Option<TermMsg>, Option<InboundRead>) {
         let r = match self.term.take() {
             Some(t) => (Some(t), None),
             None if reads => {
@@ -285,7 +287,7 @@ impl Irq {
             None => (None, None),
         };
         if self.term.is_some() || !self.q.is_empty() {
-            lf.note_irq_queued();
+            lf.note_inbound_reads_queued();
         }
         r
     }
