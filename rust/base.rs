@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Shared device state and types, the lowest layer of the driver: the
-//! driver marker type [`Rsiw`], user contexts and protection domains, the
-//! limits rsiw advertises and the per-device object quotas that enforce
-//! them, identity (vendor id, node description, EUI-64) and the device
+//! driver marker type [`RsiwDriver`], user contexts and protection
+//! domains, the limits rsiw advertises and the per-device object quotas
+//! that enforce them, identity (vendor id, node description, EUI-64) and the device
 //! counters ([`stats`]).
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -14,7 +14,7 @@ pub mod stats;
 
 /// The rsiw driver as the RDMA core sees it (its `kif::rdma::Driver`
 /// implementation, the verbs, is in `verbs`).
-pub struct Rsiw;
+pub struct RsiwDriver;
 
 /// A user context.
 pub struct Ucontext {

@@ -14,7 +14,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, Rsiw, NODE_DESC};
+use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, RsiwDriver, NODE_DESC};
 use crate::cm::{CmIds, Pending};
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
@@ -24,9 +24,10 @@ use crate::kif::{
 use crate::mem;
 use crate::qp::{counter::Counters, Qp};
 
-/// Per-device state.
+/// Per-device state: the driver data of a
+/// `kif::rdma::Device<RsiwDriver>`, which dereferences to it.
 #[pin_data(PinnedDrop)]
-pub struct Device {
+pub struct RsiwDevice {
     /// Hardware address of the net device at creation (the GID).
     pub mac: [u8; 6],
     /// Device id handed to user space (`siw_uresp_alloc_ctx.dev_id`).
@@ -61,7 +62,7 @@ pub struct Device {
 }
 
 #[pinned_drop]
-impl PinnedDrop for Device {
+impl PinnedDrop for RsiwDevice {
     fn drop(self: Pin<&mut Self>) {
         // Every listener was destroyed before (and closed its endpoints),
         // but a connect request the CM dropped unanswered may have had no
@@ -86,14 +87,14 @@ fn qualified(ndev: &NetDev<'_>) -> bool {
 }
 
 impl LinkDriver for Link {
-    type Driver = Rsiw;
+    type Driver = RsiwDriver;
 
     fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result {
         if !qualified(ndev) {
             return Err(EINVAL);
         }
         // One siw-type device per net device, whichever driver made it.
-        if rdma::Device::<Rsiw>::any_on_netdev(ndev) {
+        if rdma::Device::<RsiwDriver>::any_on_netdev(ndev) {
             return Err(EEXIST);
         }
         // Devices without an address still need a unique GID: derive a
@@ -109,7 +110,7 @@ impl LinkDriver for Link {
         let settings = Arc::new(Settings::new(), GFP_KERNEL)?;
         let cm_ids = Arc::pin_init(CmIds::new(), GFP_KERNEL)?;
         let cm_pending = Arc::pin_init(Pending::new(), GFP_KERNEL)?;
-        let dev = try_pin_init!(Device {
+        let dev = try_pin_init!(RsiwDevice {
             mac,
             dev_id,
             ifindex: ndev.ifindex(),
@@ -121,7 +122,7 @@ impl LinkDriver for Link {
             settings,
             cm_ids,
             cm_pending,
-            counters <- new_mutex!(Counters::new(), "rsiw::Device::counters"),
+            counters <- new_mutex!(Counters::new(), "rsiw::RsiwDevice::counters"),
         }? Error);
         let setup = DeviceSetup {
             ndev,
@@ -130,12 +131,12 @@ impl LinkDriver for Link {
             node_desc: NODE_DESC,
             num_comp_vectors: 1,
         };
-        rdma::Device::<Rsiw>::register(setup, dev)?;
+        rdma::Device::<RsiwDriver>::register(setup, dev)?;
         pr_info!("device {} on its net device registered\n", name);
         Ok(())
     }
 
-    fn netdev_event(dev: &RegisteredDevice<Rsiw>, _ndev: &NetDev<'_>, event: NetdevEvent) {
+    fn netdev_event(dev: &RegisteredDevice<RsiwDriver>, _ndev: &NetDev<'_>, event: NetdevEvent) {
         match event {
             NetdevEvent::Up => dev.port_event(NETDEV_PORT, PortEvent::Active),
             NetdevEvent::Down => dev.port_event(NETDEV_PORT, PortEvent::Error),

@@ -9,7 +9,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-use crate::base::{limits, Kind, Pd, Quota, Quotas, Rsiw};
+use crate::base::{limits, Kind, Pd, Quota, Quotas, RsiwDriver};
 use crate::kif::{
     compat::delay::sleep_ms,
     compat::sync::SpinLockIrq,
@@ -153,7 +153,7 @@ fn add_mem(table: &Table, pd: &Pd, va: u64, len: u64, acc: u32, kind: MemKind) -
 pub fn reg_user_mr(
     table: &Table,
     quotas: &Arc<Quotas>,
-    mut a: RegUserMr<'_, Rsiw>,
+    mut a: RegUserMr<'_, RsiwDriver>,
 ) -> Result<(Mr, u32)> {
     let quota = Quota::take(quotas, Kind::Mr)?;
     if a.len == 0 {
@@ -203,7 +203,7 @@ pub fn rereg_user_mr(
     table: &Table,
     quotas: &Arc<Quotas>,
     old: &Mr,
-    a: ReregUserMr<'_, Rsiw>,
+    a: ReregUserMr<'_, RsiwDriver>,
 ) -> Result<Option<(Mr, u32)>> {
     let MemKind::User(umem) = &old.mem.kind else {
         return Err(EINVAL);

@@ -5,7 +5,7 @@
 
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
-use crate::base::{limits, Kind, Quota, Quotas, Rsiw};
+use crate::base::{limits, Kind, Quota, Quotas, RsiwDriver};
 use crate::kif::{
     compat::sync::SpinLockIrq,
     rdma::handle::SrqHandle,
@@ -47,7 +47,7 @@ impl Srq {
     }
 
     /// Creates an SRQ.
-    pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
+    pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, RsiwDriver>) -> Result<Arc<Self>> {
         if !a.basic {
             return Err(crate::kif::compat::error::eopnotsupp());
         }

@@ -11,7 +11,7 @@ use super::reads::{InboundReads, OutboundReads};
 use super::rx::RxState;
 use super::tx::TxState;
 use super::{LockFree, Qp, QpCaps, QpInner};
-use crate::base::{limits, stats::Stats, Kind, Quota, Quotas, Rsiw};
+use crate::base::{limits, stats::Stats, Kind, Quota, Quotas, RsiwDriver};
 use crate::cq::Cq;
 use crate::kif::compat::xarray::XArray;
 use crate::kif::{
@@ -66,7 +66,7 @@ struct Queues {
 impl Queues {
     /// Allocates the rings `a` asks for (no RQ with an SRQ) and maps them
     /// for user space.
-    fn new(a: &CreateQp<'_, Rsiw>) -> Result<Self> {
+    fn new(a: &CreateQp<'_, RsiwDriver>) -> Result<Self> {
         let i = a.init;
         let user = a.user.is_some();
         let sq = Ring::<Sqe>::new(i.max_send_wr, 0, user)?;
@@ -112,7 +112,7 @@ impl Qp {
         quotas: &Arc<Quotas>,
         mem_xa: &mem::Table,
         stats: &Arc<Stats>,
-        a: CreateQp<'_, Rsiw>,
+        a: CreateQp<'_, RsiwDriver>,
     ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if i.create_flags != 0 {
@@ -127,7 +127,7 @@ impl Qp {
         qps: &XArray<Qp>,
         mem_xa: &mem::Table,
         stats: &Arc<Stats>,
-        mut a: CreateQp<'_, Rsiw>,
+        mut a: CreateQp<'_, RsiwDriver>,
         quota: Quota,
     ) -> Result<(Arc<Self>, u32)> {
         check(&a.init)?;
@@ -153,7 +153,7 @@ impl Qp {
     /// The initialiser of a new QP (Idle, no number yet) with the queues
     /// `q`; every lock gets its name (see the lock order in [`super`]).
     fn new(
-        a: &CreateQp<'_, Rsiw>,
+        a: &CreateQp<'_, RsiwDriver>,
         q: Queues,
         scq: Arc<Cq>,
         mem_xa: &mem::Table,
