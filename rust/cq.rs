@@ -77,10 +77,10 @@ impl Cq {
         let ring = Ring::<Cqe>::new(args.cqe, CQ_TRAILER, user)?;
         let id = crate::kif::compat::random::random_u32();
         let mapping = match &args.user {
-            Some(u) => {
-                let (m, key) = u.map(ring.mem())?;
+            Some(user_cq) => {
+                let (mapping, key) = user_cq.map(ring.mem())?;
                 args.udata.respond(&uresp::create_cq(id, ring.len(), key))?;
-                Some(m)
+                Some(mapping)
             }
             None => None,
         };
@@ -108,16 +108,16 @@ impl Cq {
     /// which is also reported as a CQ error event.
     pub fn push(&self, cqe: &Cqe, wqe_flags: WqeFlags) -> Result {
         let notify_now = {
-            let mut p = self.pos.lock();
-            let i = p.put;
+            let mut pos = self.pos.lock();
+            let i = pos.put;
             if self.ring.flags(i).contains(WqeFlags::VALID) {
-                drop(p);
+                drop(pos);
                 self.handle.error();
                 return Err(ENOMEM);
             }
             self.ring.write(i, cqe);
             self.ring.set_flags(i, WqeFlags::VALID | cqe.flags);
-            p.put = p.put.wrapping_add(1);
+            pos.put = pos.put.wrapping_add(1);
             let armed = self
                 .ring
                 .notify()
@@ -137,35 +137,35 @@ impl Cq {
     }
 
     /// Reaps up to `max` completions (kernel CQs).
-    pub fn poll(&self, max: usize, mut f: impl FnMut(&Cqe)) {
-        let mut p = self.pos.lock();
+    pub fn poll(&self, max: usize, mut each: impl FnMut(&Cqe)) {
+        let mut pos = self.pos.lock();
         for _ in 0..max {
-            let i = p.get;
+            let i = pos.get;
             if !self.ring.flags(i).contains(WqeFlags::VALID) {
                 break;
             }
-            let mut c = self.ring.read(i);
-            c.flags = self.ring.flags(i);
+            let mut cqe = self.ring.read(i);
+            cqe.flags = self.ring.flags(i);
             self.ring.set_flags(i, WqeFlags::empty());
-            p.get = p.get.wrapping_add(1);
-            f(&c);
+            pos.get = pos.get.wrapping_add(1);
+            each(&cqe);
         }
     }
 
     /// Arms the CQ for the next (solicited) completion; returns the number
     /// of unreaped completions when asked.
     pub fn arm(&self, solicited_only: bool, report_missed: bool) -> u32 {
-        let v = if solicited_only {
+        let mode = if solicited_only {
             notify::SOLICITED
         } else {
             notify::SOLICITED | notify::NEXT
         };
         self.ring
             .notify()
-            .store(v, core::sync::atomic::Ordering::SeqCst);
+            .store(mode, core::sync::atomic::Ordering::SeqCst);
         if report_missed {
-            let p = self.pos.lock();
-            p.put.wrapping_sub(p.get)
+            let pos = self.pos.lock();
+            pos.put.wrapping_sub(pos.get)
         } else {
             0
         }

@@ -32,10 +32,10 @@ pub const STAG_MAX_INDEX: u32 = 0x00ff_ffff;
 /// The page list of a fast-registration MR.
 pub struct Pbl {
     /// DMA addresses of the pages (kernel virtual for rsiw's consumers);
-    /// the first `n` are in use.
+    /// the first `used` are in use.
     pub pages: KVec<u64>,
     /// Pages in use.
-    pub n: usize,
+    pub used: usize,
     /// Page size of the mapping.
     pub page_size: u32,
 }
@@ -74,16 +74,16 @@ pub struct AtomicU64Cell(core::sync::atomic::AtomicU64);
 
 impl AtomicU64Cell {
     /// A new cell.
-    pub fn new(v: u64) -> Self {
-        Self(core::sync::atomic::AtomicU64::new(v))
+    pub fn new(value: u64) -> Self {
+        Self(core::sync::atomic::AtomicU64::new(value))
     }
     /// Reads the value.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Acquire)
     }
     /// Writes the value.
-    pub fn set(&self, v: u64) {
-        self.0.store(v, Ordering::Release)
+    pub fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Release)
     }
 }
 
@@ -153,26 +153,33 @@ fn add_mem(table: &Table, pd: &Pd, va: u64, len: u64, acc: u32, kind: MemKind) -
 pub fn reg_user_mr(
     table: &Table,
     quotas: &Arc<Quotas>,
-    mut a: RegUserMr<'_, RsiwDriver>,
+    mut args: RegUserMr<'_, RsiwDriver>,
 ) -> Result<(Mr, u32)> {
     let quota = Quota::take(quotas, Kind::Mr)?;
-    if a.len == 0 {
+    if args.len == 0 {
         return Err(EINVAL);
     }
-    let umem = a.pinner.pin(a.start, a.len, a.access)?;
-    let mem = add_mem(table, a.pd, a.iova, a.len, a.access, MemKind::User(umem))?;
+    let umem = args.pinner.pin(args.start, args.len, args.access)?;
+    let mem = add_mem(
+        table,
+        args.pd,
+        args.iova,
+        args.len,
+        args.access,
+        MemKind::User(umem),
+    )?;
     let mut key = 0;
-    if a.udata.is_user() {
+    if args.udata.is_user() {
         let mut req: uresp::RegMrReq = Default::default();
-        if let Err(e) = a.udata.request(&mut req) {
+        if let Err(err) = args.udata.request(&mut req) {
             table.erase(mem.index());
-            return Err(e);
+            return Err(err);
         }
         key = uresp::reg_mr_stag_key(&req);
         let stag = (mem.index() << 8) | u32::from(key);
-        if let Err(e) = a.udata.respond(&uresp::reg_mr(stag)) {
+        if let Err(err) = args.udata.respond(&uresp::reg_mr(stag)) {
             table.erase(mem.index());
-            return Err(e);
+            return Err(err);
         }
     }
     open_new(&mem, key)?;
@@ -203,14 +210,18 @@ pub fn rereg_user_mr(
     table: &Table,
     quotas: &Arc<Quotas>,
     old: &Mr,
-    a: ReregUserMr<'_, RsiwDriver>,
+    args: ReregUserMr<'_, RsiwDriver>,
 ) -> Result<Option<(Mr, u32)>> {
     let MemKind::User(umem) = &old.mem.kind else {
         return Err(EINVAL);
     };
     let old_access = old.mem.access.load(Ordering::Acquire);
-    let access = if a.new_access { a.access } else { old_access };
-    if !a.trans && !a.new_pd && (!writable(access) || writable(old_access)) {
+    let access = if args.new_access {
+        args.access
+    } else {
+        old_access
+    };
+    if !args.trans && !args.new_pd && (!writable(access) || writable(old_access)) {
         // In place: the transfers checked against the old rights end
         // with the old registration (the STag stays the same).
         let key = old.mem.gate.key();
@@ -219,8 +230,8 @@ pub fn rereg_user_mr(
         open_new(&old.mem, key)?;
         return Ok(None);
     }
-    let (start, len, iova) = if a.trans {
-        (a.start, a.len, a.iova)
+    let (start, len, iova) = if args.trans {
+        (args.start, args.len, args.iova)
     } else {
         (umem.start(), old.mem.len.get(), old.mem.va.get())
     };
@@ -228,8 +239,8 @@ pub fn rereg_user_mr(
     if len == 0 {
         return Err(EINVAL);
     }
-    let umem = a.pinner.pin(start, len, access)?;
-    let mem = add_mem(table, a.pd, iova, len, access, MemKind::User(umem))?;
+    let umem = args.pinner.pin(start, len, access)?;
+    let mem = add_mem(table, args.pd, iova, len, access, MemKind::User(umem))?;
     open_new(&mem, old.mem.gate.key())?;
     let stag = mem.stag();
     Ok(Some((Mr { mem, _quota: quota }, stag)))
@@ -255,7 +266,7 @@ pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Resul
         crate::new_spinlock_irq!(
             Pbl {
                 pages,
-                n: 0,
+                used: 0,
                 page_size: 0
             },
             "rsiw::Mr::pbl"
@@ -270,30 +281,30 @@ pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Resul
 impl Mr {
     fn pbl(&self) -> Result<&SpinLockIrq<Pbl>> {
         match &self.mem.kind {
-            MemKind::Pbl(p) => Ok(p),
+            MemKind::Pbl(pbl) => Ok(pbl),
             _ => Err(EINVAL),
         }
     }
 
     /// Starts a new page list.
     pub fn map_begin(&self) -> Result {
-        self.pbl()?.lock().n = 0;
+        self.pbl()?.lock().used = 0;
         Ok(())
     }
 
     /// Appends a page.
     pub fn map_page(&self, addr: u64) -> Result {
-        let mut p = self.pbl()?.lock();
-        let n = p.n;
-        *p.pages.get_mut(n).ok_or(ENOMEM)? = addr;
-        p.n = n + 1;
+        let mut pbl = self.pbl()?.lock();
+        let used = pbl.used;
+        *pbl.pages.get_mut(used).ok_or(ENOMEM)? = addr;
+        pbl.used = used + 1;
         Ok(())
     }
 
     /// Ends the page list: the MR covers `length` octets at `iova`.
     pub fn map_end(&self, iova: u64, length: u64, page_size: u32) {
-        if let Ok(p) = self.pbl() {
-            p.lock().page_size = page_size;
+        if let Ok(pbl) = self.pbl() {
+            pbl.lock().page_size = page_size;
         }
         self.mem.va.set(iova);
         self.mem.len.set(length);

@@ -185,7 +185,7 @@ impl OutboundReads {
 #[derive(Clone, Copy, Debug)]
 pub struct InboundRead {
     /// The request.
-    pub rr: ReadRequest,
+    pub request: ReadRequest,
     /// Its MSN (for the copied header of a TERMINATE).
     pub msn: u32,
 }

@@ -71,16 +71,16 @@ pub(super) fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
     pr_debug!("QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
     let ird = ird.min(limits::MAX_IRD) as usize;
     let ord = ord.min(limits::MAX_ORD) as usize;
-    let o = Fifo::with_capacity(ord)?;
-    let r = Fifo::with_capacity(ird)?;
+    let outbound = Fifo::with_capacity(ord)?;
+    let inbound = Fifo::with_capacity(ird)?;
     qp.tx.lock().start(conn.clone());
-    let old_o = qp.outbound_reads.lock().restart(o);
+    let old_outbound = qp.outbound_reads.lock().restart(outbound);
     // A new connection has no work request in transmission.
     let _ = qp.inner.lock().take_active();
-    let old_r = qp.inbound_reads.lock().restart(r);
+    let old_inbound = qp.inbound_reads.lock().restart(inbound);
     qp.lockfree.new_connection();
-    drop(old_o);
-    drop(old_r);
+    drop(old_outbound);
+    drop(old_inbound);
     Ok(())
 }
 
@@ -94,9 +94,9 @@ pub(super) fn kick(qp: &Arc<Qp>) {
 pub(super) fn flush_outbound_reads(qp: &Qp) {
     flush_active_wr(qp);
     loop {
-        let e = qp.outbound_reads.lock().pop();
-        let Some(e) = e else { break };
-        if qp.complete_wr(e.wr(), 0, Status::WrFlushErr).is_err() {
+        let read = qp.outbound_reads.lock().pop();
+        let Some(read) = read else { break };
+        if qp.complete_wr(read.wr(), 0, Status::WrFlushErr).is_err() {
             break;
         }
     }
@@ -136,16 +136,16 @@ pub(super) fn queue_terminate(
     if !qp.enter_terminate() {
         return false;
     }
-    let mut t = TermMsg {
+    let mut term = TermMsg {
         buf: [0; TERM_MAX],
         len: 0,
     };
     // siw sends MSN 1 on the Terminate queue (one TERMINATE per stream).
-    let Some(n) = build_terminate(err, 1, offending, ddp_seg_len, &mut t.buf) else {
+    let Some(len) = build_terminate(err, 1, offending, ddp_seg_len, &mut term.buf) else {
         return false;
     };
-    t.len = n as u8;
-    if !qp.inbound_reads.lock().queue_term(t, &qp.lockfree) {
+    term.len = len as u8;
+    if !qp.inbound_reads.lock().queue_term(term, &qp.lockfree) {
         return false;
     }
     qp.note_terminate(false, err.term_code());
@@ -246,11 +246,11 @@ fn send_rounds(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, mut answe
             }
             Ok(Sent::MemoryGone(fault)) => match memory_gone(qp, tx, fault) {
                 // The TERMINATE goes out in the next round.
-                Some(t) => tx = t,
+                Some(guard) => tx = guard,
                 None => return,
             },
-            Err(e) => {
-                send_failed(qp, tx, e);
+            Err(err) => {
+                send_failed(qp, tx, err);
                 return;
             }
         }
@@ -303,20 +303,20 @@ fn note_streaming(qp: &Qp, tx: &TxState, answer: &mut bool) {
     if !tx.between_batches() {
         return;
     }
-    let Some(c) = tx.conn() else {
+    let Some(conn) = tx.conn() else {
         return;
     };
-    let small = tx.job_total().is_some_and(|t| t < HANDOFF_MAX);
-    let streaming = !core::mem::take(answer) && small && c.sock.has_unacked();
+    let small = tx.job_total().is_some_and(|total| total < HANDOFF_MAX);
+    let streaming = !core::mem::take(answer) && small && conn.sock.has_unacked();
     qp.lockfree.set_streaming(streaming);
 }
 
 /// Finds the next message to send: a TERMINATE, the RTR, a Read Response,
 /// the send queue.
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
-    let (term, rr) = take_inbound_reads_work(qp, state == QpState::Rts && !tx.rtr_pending());
-    if let Some(t) = term {
-        tx.set_job(Job::terminate(t));
+    let (term, request) = take_inbound_reads_work(qp, state == QpState::Rts && !tx.rtr_pending());
+    if let Some(term) = term {
+        tx.set_job(Job::terminate(term));
         return Next::Ready;
     }
     if state != QpState::Rts || qp.lockfree.tx_held() {
@@ -326,8 +326,8 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
         tx.set_job(Job::rtr());
         return Next::Ready;
     }
-    if let Some(e) = rr {
-        return read::response_job(qp, tx, e);
+    if let Some(request) = request {
+        return read::response_job(qp, tx, request);
     }
     sq::next_job(qp, tx)
 }
@@ -411,11 +411,11 @@ fn memory_gone<'a>(
 /// TCP refused the message (not for want of room): it fails, the QP goes
 /// to error and the connection is closed.
 #[cold]
-fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, e: Error) {
+fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, err: Error) {
     if tx.end_job().is_some_and(|(kind, _)| kind == Kind::Wr) {
         complete_active_wr(qp, 0, Status::GeneralErr);
     }
-    crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), e);
+    crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), err);
     drop(tx);
     qp.set_error();
     qp.drop_conn();
