@@ -27,38 +27,38 @@ use crate::qp::{counter::Counters, Qp};
 /// Per-device state: the driver data of a
 /// `kif::rdma::Device<RsiwDriver>`, which dereferences to it.
 #[pin_data(PinnedDrop)]
-pub struct RsiwDevice {
+pub(crate) struct RsiwDevice {
     /// Hardware address of the net device at creation (the GID).
-    pub mac: [u8; 6],
+    pub(crate) mac: [u8; 6],
     /// Device id handed to user space (`siw_uresp_alloc_ctx.dev_id`).
-    pub dev_id: u32,
+    pub(crate) dev_id: u32,
     /// Interface index of the net device (wildcard listens bind to it).
-    pub ifindex: i32,
+    pub(crate) ifindex: i32,
     /// Live objects of each kind, against the device's limits (each
     /// object holds its [`Quota`](crate::base::Quota)).
-    pub quotas: Arc<Quotas>,
+    pub(crate) quotas: Arc<Quotas>,
     /// Source of protection domain ids.
-    pub next_pd_id: AtomicU32,
+    pub(crate) next_pd_id: AtomicU32,
     /// Queue pairs by QP number.
     #[pin]
-    pub qp_xa: XArray<Qp>,
+    pub(crate) qp_xa: XArray<Qp>,
     /// Memory objects by STag index (shared with the QPs' data path).
-    pub mem_xa: mem::Table,
+    pub(crate) mem_xa: mem::Table,
     /// Counters (shared with the QPs' data path).
-    pub stats: Arc<Stats>,
+    pub(crate) stats: Arc<Stats>,
     /// The connection manager's settings (sysfs `mpa_*`).
-    pub settings: Arc<Settings>,
+    pub(crate) settings: Arc<Settings>,
     /// The CM ids the connection manager holds, with what each shows in
     /// `rdma resource show cm_id -dd` (its lock: see [`crate::cm`]).
-    pub cm_ids: Arc<CmIds>,
+    pub(crate) cm_ids: Arc<CmIds>,
     /// The responder endpoints without a connection yet (awaiting their
     /// MPA Request or the CM's accept or reject), closed as the device
     /// goes.
-    pub cm_pending: Arc<Pending>,
+    pub(crate) cm_pending: Arc<Pending>,
     /// The per-QP counter sets (`rdma statistic qp`). Taken before a
     /// QP's `tx` and `rx` locks, never while holding one.
     #[pin]
-    pub counters: Mutex<Counters>,
+    pub(crate) counters: Mutex<Counters>,
 }
 
 #[pinned_drop]
@@ -76,7 +76,7 @@ impl PinnedDrop for RsiwDevice {
 static NEXT_DEV_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The `rsiw` link type.
-pub struct Link;
+pub(crate) struct Link;
 
 /// ARP hardware types rsiw runs on: Ethernet, IEEE 802 and none (tunnels).
 fn qualified(ndev: &NetDev<'_>) -> bool {

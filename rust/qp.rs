@@ -84,22 +84,22 @@ use reads::{InboundReads, OutboundReads, WrRef};
 use rx::RxState;
 use tx::TxState;
 
-pub use crate::state::qp::QpState;
+pub(crate) use crate::state::qp::QpState;
 
-pub mod counter;
+pub(crate) mod counter;
 mod create;
-pub mod details;
+pub(crate) mod details;
 mod inner;
 mod lockfree;
 mod post;
-pub mod reads;
-pub mod rx;
-pub mod tx;
+pub(crate) mod reads;
+pub(crate) mod rx;
+pub(crate) mod tx;
 
 /// What a QP's connection needs of the connection manager's endpoint
 /// (`cm::Cep` implements it): the control-path calls of the QP's
 /// transmit and receive sides into the CM.
-pub trait Endpoint: Send + Sync {
+pub(crate) trait Endpoint: Send + Sync {
     /// The receive path got the first FPDU of a peer-to-peer connection
     /// (the initiator's RTR): the CM reports ESTABLISHED.
     fn rtr_received(self: Arc<Self>);
@@ -111,64 +111,65 @@ pub trait Endpoint: Send + Sync {
 }
 
 /// The MPA connection of a QP in RTS: its socket and what was negotiated.
-pub struct Conn {
+pub(crate) struct Conn {
     /// The TCP socket (its upcalls go to the QP while it is in RTS).
-    pub sock: Socket,
+    pub(crate) sock: Socket,
     /// MPA revision of the exchange (1 or 2).
-    pub mpa_rev: u8,
+    pub(crate) mpa_rev: u8,
     /// The exchange chose the peer-to-peer model (RFC 6581: an RTR opens
     /// the connection).
-    pub peer_to_peer: bool,
+    pub(crate) peer_to_peer: bool,
     /// MPA markers in the FPDUs we send (the peer asked for them: RFC 5044
     /// negotiates markers per direction).
-    pub tx_markers: bool,
+    pub(crate) tx_markers: bool,
     /// MPA markers in the FPDUs we receive (we asked for them).
-    pub rx_markers: bool,
+    pub(crate) rx_markers: bool,
     /// MPA CRC in use.
-    pub crc: bool,
+    pub(crate) crc: bool,
     /// Largest ULPDU of one FPDU we send (from the connection's EMSS).
-    pub mulpdu: u32,
+    pub(crate) mulpdu: u32,
     /// `Some(cap)`: the peer takes FPDUs larger than a TCP segment, and
     /// FPDUs we send carry up to `cap` payload octets (the device's
     /// `mpa_max_fpdu`) instead of what `mulpdu` allows.
-    pub large_fpdu: Option<u32>,
+    pub(crate) large_fpdu: Option<u32>,
     /// Largest ULPDU_Length accepted from the peer (from the MSS we
     /// advertised, or any when we offered to take large FPDUs; a longer
     /// one is an MPA framing error).
-    pub rx_max_ulpdu: u16,
+    pub(crate) rx_max_ulpdu: u16,
     /// Peer-to-peer initiator: a zero length Write (the RTR, RFC 6581)
     /// goes out before any work request.
-    pub send_rtr: bool,
+    pub(crate) send_rtr: bool,
     /// Peer-to-peer responder: the first FPDU received (the RTR) is still
     /// to be reported to the CM.
-    pub await_rtr: AtomicBool,
+    pub(crate) await_rtr: AtomicBool,
     /// Responder: no FPDU goes out before the initiator's first one
     /// arrived (RFC 5044 section 7.1.2): in the peer-to-peer model always
     /// (that FPDU is the RTR, RFC 6581), in the client-server model with
     /// `mpa_responder_waits`. A TERMINATE still goes out.
-    pub hold_tx: bool,
+    pub(crate) hold_tx: bool,
     /// The connection endpoint, which reports the close to the CM.
-    pub cep: Arc<dyn Endpoint>,
-    /// The CM id of the connection.
-    pub id: crate::kif::rdma::iwcm::CmId,
+    pub(crate) cep: Arc<dyn Endpoint>,
+    /// The CM id of the connection, held (a reference) while the QP
+    /// has the connection.
+    pub(crate) _id: crate::kif::rdma::iwcm::CmId,
 }
 
 /// Fixed QP sizes.
 #[derive(Clone, Copy, Debug)]
-pub struct QpCaps {
+pub(crate) struct QpCaps {
     /// Send queue entries.
-    pub sq_size: u32,
+    pub(crate) sq_size: u32,
     /// Receive queue entries (0 with an SRQ).
-    pub rq_size: u32,
+    pub(crate) rq_size: u32,
     /// SGEs per send work request.
-    pub sq_max_sge: u32,
+    pub(crate) sq_max_sge: u32,
     /// SGEs per receive work request.
-    pub rq_max_sge: u32,
+    pub(crate) rq_max_sge: u32,
 }
 
 /// A queue pair.
 #[pin_data]
-pub struct Qp {
+pub(crate) struct Qp {
     /// The QP number, a copy of the state and the flags between the QP's
     /// contexts, read and written without a lock.
     lockfree: LockFree,
@@ -245,7 +246,7 @@ impl WorkItem for Qp {
 
 impl Qp {
     /// Applies a `modify_qp` from the verbs interface (not the CM).
-    pub fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
+    pub(crate) fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
         if m.nonstandard {
             return Err(crate::kif::compat::error::eopnotsupp());
         }
@@ -292,7 +293,7 @@ impl Qp {
 
     /// Moves the QP to error and flushes both queues (teardown, fatal
     /// errors).
-    pub fn set_error(&self) {
+    pub(crate) fn set_error(&self) {
         self.put_state(&mut self.inner.lock(), QpState::Error);
         self.follow(machine::ERROR);
     }
@@ -322,7 +323,7 @@ impl Qp {
 
     /// Current state (a snapshot: decisions that must not race with a
     /// state change look at `inner.state()` under the lock).
-    pub fn state(&self) -> QpState {
+    pub(crate) fn state(&self) -> QpState {
         self.lockfree.state()
     }
 
@@ -337,7 +338,7 @@ impl Qp {
     }
 
     /// Query results.
-    pub fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
+    pub(crate) fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
         let inner = self.inner.lock();
         let (ird, ord) = inner.rd_limits();
         QpQuery {
@@ -356,14 +357,14 @@ impl Qp {
 
     /// Completes a send queue element into the send CQ (when signalled or
     /// failed) and gives the slot back.
-    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: Status) -> Result {
+    pub(crate) fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: Status) -> Result {
         let r = self.complete_wr(WrRef::of(sqe), bytes, status);
         self.sq.set_flags(i, WqeFlags::empty());
         r
     }
 
     /// Completes a receive element into the receive CQ.
-    pub fn complete_rqe(
+    pub(crate) fn complete_rqe(
         &self,
         rqe: &Rqe,
         bytes: u32,
@@ -390,7 +391,7 @@ impl Qp {
     /// Completes a send work request whose queue slot was already given
     /// back (RDMA Reads, completed from the outbound Read queue by their Read
     /// Response).
-    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
+    pub(crate) fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
         if wr.flags.contains(WqeFlags::SIGNALLED) || self.sig_all || status != Status::Success {
             let c = Cqe {
                 id: wr.id,
@@ -418,7 +419,7 @@ impl Qp {
     }
 
     /// The QP number.
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.lockfree.id()
     }
 
@@ -430,7 +431,7 @@ impl Qp {
     }
 
     /// Flushes every posted send element with a flush error.
-    pub fn flush_sq(&self) {
+    pub(crate) fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.
         tx::flush_outbound_reads(self);
         let mut n = 0;
@@ -456,7 +457,7 @@ impl Qp {
     }
 
     /// Flushes every posted receive element with a flush error.
-    pub fn flush_rq(&self) {
+    pub(crate) fn flush_rq(&self) {
         // The receive in progress (own RQ or SRQ) goes first.
         rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
@@ -481,7 +482,7 @@ impl Qp {
     }
 
     /// Schedules the transmit work (a no-op if already scheduled).
-    pub fn schedule_tx(self: &Arc<Self>) {
+    pub(crate) fn schedule_tx(self: &Arc<Self>) {
         let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
     }
 
@@ -492,20 +493,20 @@ impl Qp {
     /// under a process that polls its completion queue (a worker woken
     /// there would first have to preempt it), and for a streaming
     /// application's doorbell.
-    pub fn schedule_tx_elsewhere(self: &Arc<Self>) {
+    pub(crate) fn schedule_tx_elsewhere(self: &Arc<Self>) {
         let _ = crate::kif::compat::workqueue::enqueue_on_next_cpu(self.clone());
     }
 
     /// Asks the connection manager to close the QP's connection (done on
     /// the workqueue, after a TERMINATE or queued data went out).
-    pub fn request_close(&self) {
+    pub(crate) fn request_close(&self) {
         if let Some(c) = self.conn() {
             c.cep.clone().request_close();
         }
     }
 
     /// The core QP (events, kernel completion token).
-    pub fn handle(&self) -> &QpHandle {
+    pub(crate) fn handle(&self) -> &QpHandle {
         &self.handle
     }
 
@@ -523,7 +524,7 @@ impl Qp {
     }
 
     /// The connection, if the QP has one.
-    pub fn conn(&self) -> Option<Arc<Conn>> {
+    pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
         self.conn.lock().clone()
     }
 
@@ -533,7 +534,7 @@ impl Qp {
     /// for (see `cm::Cep::wake_peer` for why). `None` once the peer sent
     /// something (or the QP left RTS); while it is silent, whether the
     /// Write went out.
-    pub fn wake_silent_peer(self: &Arc<Self>, sent_before: &mut u64) -> Option<bool> {
+    pub(crate) fn wake_silent_peer(self: &Arc<Self>, sent_before: &mut u64) -> Option<bool> {
         if self.state() != QpState::Rts || self.rx.lock().received().fpdus > 0 {
             return None;
         }
@@ -555,7 +556,7 @@ impl Qp {
 
     /// Drops the connection: the socket's upcalls go back to TCP and the
     /// socket is closed once the last user lets go.
-    pub fn drop_conn(self: &Arc<Self>) {
+    pub(crate) fn drop_conn(self: &Arc<Self>) {
         // A TERMINATE still queued goes out before the close (the transmit
         // work closes the connection itself once it is sent).
         tx::run(self);
@@ -572,7 +573,7 @@ impl Qp {
     /// Destroys the QP: error state, flush, unmap, forget the QP number
     /// (in `qps`, the device's QP table). Its quota goes back when the last
     /// reference is dropped.
-    pub fn destroy(self: Arc<Self>, qps: &XArray<Qp>) {
+    pub(crate) fn destroy(self: Arc<Self>, qps: &XArray<Qp>) {
         self.set_error();
         self.drop_conn();
         drop(core::mem::replace(&mut *self.mappings.lock(), KVec::new()));

@@ -30,16 +30,16 @@
 
 use kernel::{c_str, prelude::*};
 
-pub mod base;
-pub mod cm;
-pub mod cq;
-pub mod device;
+mod base;
+mod cm;
+mod cq;
+mod device;
 pub mod kif;
-pub mod mem;
-pub mod qp;
-pub mod srq;
+mod mem;
+mod qp;
+mod srq;
 pub mod state;
-pub mod verbs;
+mod verbs;
 pub mod wire;
 
 module! {

@@ -103,7 +103,7 @@ impl Driver for RsiwDriver {
 
     fn alloc_ucontext(dev: &Device<Self>, resp: &mut Udata<'_>) -> Result<Ucontext> {
         let uctx = Ucontext {
-            quota: Quota::take(&dev.quotas, Kind::Ctx)?,
+            _quota: Quota::take(&dev.quotas, Kind::Ctx)?,
         };
         resp.respond(&uresp::alloc_ctx(dev.dev_id))?;
         Ok(uctx)
@@ -116,7 +116,7 @@ impl Driver for RsiwDriver {
 
     fn alloc_pd(dev: &Device<Self>) -> Result<Pd> {
         Ok(Pd {
-            quota: Quota::take(&dev.quotas, Kind::Pd)?,
+            _quota: Quota::take(&dev.quotas, Kind::Pd)?,
             id: dev.next_pd_id.fetch_add(1, Ordering::Relaxed),
         })
     }

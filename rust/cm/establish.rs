@@ -121,7 +121,7 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
             // initiator's RTR.
             hold_tx: matches!(t.rtr, Rtr::Hold | Rtr::Await),
             cep: cep.clone(),
-            id,
+            _id: id,
         },
         GFP_KERNEL,
     )?;

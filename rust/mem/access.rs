@@ -34,17 +34,17 @@ use crate::wire::error::{DdpError, ProtocolError, RdmapError};
 // IB access flags (`enum ib_access_flags`).
 
 /// Local write.
-pub const LOCAL_WRITE: u32 = 1;
+pub(crate) const LOCAL_WRITE: u32 = 1;
 /// Remote write.
-pub const REMOTE_WRITE: u32 = 2;
+pub(crate) const REMOTE_WRITE: u32 = 2;
 /// Remote read.
-pub const REMOTE_READ: u32 = 4;
+pub(crate) const REMOTE_READ: u32 = 4;
 /// Remote atomic.
-pub const REMOTE_ATOMIC: u32 = 8;
+pub(crate) const REMOTE_ATOMIC: u32 = 8;
 /// Memory window bind.
-pub const MW_BIND: u32 = 16;
+pub(crate) const MW_BIND: u32 = 16;
 /// The flags an iWARP memory object keeps.
-pub const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
+pub(crate) const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
 
 /// Why a memory reference was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -107,7 +107,7 @@ impl Qp {
     /// Creates an RC QP and gives it a number in `qps` (the device's QP
     /// table); `mem_xa` and `stats` are the device's, the QP's data path
     /// uses them.
-    pub fn create(
+    pub(crate) fn create(
         qps: &XArray<Qp>,
         quotas: &Arc<Quotas>,
         mem_xa: &mem::Table,

@@ -110,7 +110,7 @@ fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
 impl Qp {
     /// Posts send work requests. Kernel consumers pass a list; user space
     /// rings the doorbell with an empty one.
-    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, RsiwDriver>) -> Result {
+    pub(crate) fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, RsiwDriver>) -> Result {
         if !self.kernel {
             if !wrs.is_empty() {
                 return Err(EINVAL);
@@ -199,7 +199,7 @@ impl Qp {
     }
 
     /// Posts kernel receive work requests.
-    pub fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
+    pub(crate) fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
         let Some(rq) = &self.rq else {
             return Err(EINVAL);
         };

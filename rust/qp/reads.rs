@@ -21,7 +21,7 @@ pub(super) const TERM_MAX: usize = 72;
 
 /// A bounded first-in first-out queue in a `KVec` whose capacity (ORD or
 /// IRD) is set when the connection starts; none before.
-pub type Fifo<T> = fifo::Fifo<T, KVec<Option<T>>>;
+pub(crate) type Fifo<T> = fifo::Fifo<T, KVec<Option<T>>>;
 
 impl<T> Slots<T> for KVec<Option<T>> {
     type Error = AllocError;
@@ -37,24 +37,24 @@ impl<T> Slots<T> for KVec<Option<T>> {
 
 /// An outbound RDMA Read awaiting its Read Response.
 #[derive(Clone)]
-pub struct OutboundRead {
+pub(crate) struct OutboundRead {
     /// Work request id.
-    pub id: u64,
+    pub(crate) id: u64,
     /// Work request flags.
-    pub flags: WqeFlags,
+    pub(crate) flags: WqeFlags,
     /// [`Opcode::Read`] or [`Opcode::ReadLocalInv`].
-    pub opcode: Opcode,
+    pub(crate) opcode: Opcode,
     /// The sink SGE (STag = lkey, TO = address).
-    pub sink: Sge,
+    pub(crate) sink: Sge,
     /// The sink memory (none for a zero-length Read).
     pub(crate) mem: Option<MemRef>,
     /// Octets of the response placed so far.
-    pub placed: u32,
+    pub(crate) placed: u32,
 }
 
 impl OutboundRead {
     /// What its completion needs.
-    pub fn wr(&self) -> WrRef {
+    pub(crate) fn wr(&self) -> WrRef {
         WrRef {
             id: self.id,
             flags: self.flags,
@@ -66,7 +66,7 @@ impl OutboundRead {
 /// Outbound RDMA Reads awaiting their Read Response (at most ORD), under
 /// the QP's `outbound_reads` lock; its fields change only through its
 /// methods.
-pub struct OutboundReads {
+pub(crate) struct OutboundReads {
     /// The Reads, oldest first.
     q: Fifo<OutboundRead>,
     /// The transmit work stopped at a Read (ORD reached) or a fenced work
@@ -76,18 +76,18 @@ pub struct OutboundReads {
 
 /// What a completion needs of a work request whose slot was given back.
 #[derive(Clone, Copy, Debug)]
-pub struct WrRef {
+pub(crate) struct WrRef {
     /// Work request id.
-    pub id: u64,
+    pub(crate) id: u64,
     /// Work request flags.
-    pub flags: WqeFlags,
+    pub(crate) flags: WqeFlags,
     /// Opcode, as the element had it.
-    pub opcode: RawOpcode,
+    pub(crate) opcode: RawOpcode,
 }
 
 impl WrRef {
     /// The reference of a send queue element.
-    pub fn of(sqe: &Sqe) -> Self {
+    pub(crate) fn of(sqe: &Sqe) -> Self {
         Self {
             id: sqe.id,
             flags: sqe.flags,
@@ -110,7 +110,7 @@ impl Default for InboundReads {
 
 impl OutboundReads {
     /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             q: Fifo::from_slots(KVec::new()),
             stalled: false,
@@ -120,21 +120,21 @@ impl OutboundReads {
     /// Empties the queue for a new connection, with room for `q`'s
     /// capacity (ORD) from now on; returns the old one (to be dropped
     /// without the lock).
-    pub fn restart(&mut self, q: Fifo<OutboundRead>) -> Fifo<OutboundRead> {
+    pub(crate) fn restart(&mut self, q: Fifo<OutboundRead>) -> Fifo<OutboundRead> {
         self.stalled = false;
         core::mem::replace(&mut self.q, q)
     }
 
     /// ORD: how many Reads may be outstanding (0 before the connection
     /// started, or when it allows none).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.q.capacity()
     }
 
     /// Queues the Read `e`; `false` when ORD is reached, and then the
     /// transmit work waits: the Read Response that frees a slot wakes it
     /// (see [`OutboundReads::pop_wake`]).
-    pub fn push(&mut self, e: OutboundRead) -> bool {
+    pub(crate) fn push(&mut self, e: OutboundRead) -> bool {
         if self.q.push(e).is_err() {
             self.stalled = true;
             return false;
@@ -145,7 +145,7 @@ impl OutboundReads {
     /// A read-fenced work request is next: whether it must wait for the
     /// outstanding Reads; if so the transmit work waits, and the next
     /// Read Response wakes it (see [`OutboundReads::pop_wake`]).
-    pub fn fence_waits(&mut self) -> bool {
+    pub(crate) fn fence_waits(&mut self) -> bool {
         if self.q.is_empty() {
             return false;
         }
@@ -155,44 +155,34 @@ impl OutboundReads {
 
     /// Removes the oldest outstanding Read; also says whether the
     /// transmit work waits for that (see `stalled`).
-    pub fn pop_wake(&mut self) -> (Option<OutboundRead>, bool) {
+    pub(crate) fn pop_wake(&mut self) -> (Option<OutboundRead>, bool) {
         let e = self.pop();
         (e, core::mem::take(&mut self.stalled))
     }
 
-    /// Outstanding Reads.
-    pub fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    /// Whether no Read is outstanding.
-    pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-
     /// The oldest outstanding Read.
-    pub fn head_mut(&mut self) -> Option<&mut OutboundRead> {
+    pub(crate) fn head_mut(&mut self) -> Option<&mut OutboundRead> {
         self.q.head_mut()
     }
 
     /// Removes the oldest outstanding Read.
-    pub fn pop(&mut self) -> Option<OutboundRead> {
+    pub(crate) fn pop(&mut self) -> Option<OutboundRead> {
         self.q.pop()
     }
 }
 
 /// An inbound RDMA Read Request to answer.
 #[derive(Clone, Copy, Debug)]
-pub struct InboundRead {
+pub(crate) struct InboundRead {
     /// The request.
-    pub request: ReadRequest,
+    pub(crate) request: ReadRequest,
     /// Its MSN (for the copied header of a TERMINATE).
-    pub msn: u32,
+    pub(crate) msn: u32,
 }
 
 /// A TERMINATE ULPDU waiting to be sent.
 #[derive(Clone, Copy)]
-pub struct TermMsg {
+pub(crate) struct TermMsg {
     pub(super) buf: [u8; TERM_MAX],
     pub(super) len: u8,
 }
@@ -202,7 +192,7 @@ pub struct TermMsg {
 /// `inbound_reads` lock; its fields change only through its methods, which
 /// also raise the QP's lock-free flag that sends the transmit side here
 /// ([`LockFree::note_inbound_reads_queued`]) with what they queue.
-pub struct InboundReads {
+pub(crate) struct InboundReads {
     /// The Read Requests, oldest first.
     q: Fifo<InboundRead>,
     // INVARIANT: `true` exactly while the transmit side has a Read
@@ -218,7 +208,7 @@ pub struct InboundReads {
 
 impl InboundReads {
     /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             q: Fifo::from_slots(KVec::new()),
             active: false,
@@ -229,7 +219,7 @@ impl InboundReads {
     /// Empties the queue for a new connection, with room for `q`'s
     /// capacity (IRD) from now on: no response in progress, no TERMINATE.
     /// Returns the old queue (to be dropped without the lock).
-    pub fn restart(&mut self, q: Fifo<InboundRead>) -> Fifo<InboundRead> {
+    pub(crate) fn restart(&mut self, q: Fifo<InboundRead>) -> Fifo<InboundRead> {
         self.active = false;
         self.term = None;
         core::mem::replace(&mut self.q, q)
@@ -261,7 +251,7 @@ impl InboundReads {
     }
 
     /// Whether a TERMINATE waits to be sent.
-    pub fn term_pending(&self) -> bool {
+    pub(crate) fn term_pending(&self) -> bool {
         self.term.is_some()
     }
 
@@ -293,7 +283,7 @@ impl InboundReads {
     }
 
     /// The active Read Response ended (sent, failed or refused).
-    pub fn end_response(&mut self) {
+    pub(crate) fn end_response(&mut self) {
         self.active = false;
     }
 }

@@ -35,7 +35,7 @@ mod msg;
 mod sink;
 mod state;
 
-pub use state::RxState;
+pub(crate) use state::RxState;
 
 /// Feeds received octets to the QP's deframer; everything to do
 /// afterwards is added to `act`.

@@ -55,7 +55,7 @@ mod read;
 mod sq;
 mod state;
 
-pub use state::TxState;
+pub(crate) use state::TxState;
 
 /// Largest message whose doorbell may hand the transmission to a worker
 /// on another CPU (see `Qp::post_send`).

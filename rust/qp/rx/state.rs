@@ -21,7 +21,7 @@ use crate::qp::{details::Traffic, Qp, QpState};
 use crate::wire::rx::{Deframer, MpaOnlySink, RxConfig};
 
 /// Receive state of a QP.
-pub struct RxState {
+pub(crate) struct RxState {
     /// The deframer, which drives the placement sink (none before the
     /// connection's start).
     deframer: Option<Deframer<KernelCrc32c>>,

@@ -21,7 +21,7 @@ use crate::wire::{
 pub(super) const SCRATCH: usize = 2048;
 
 /// Transmit state of a QP (the work request in progress).
-pub struct TxState {
+pub(crate) struct TxState {
     /// The stream's committed position (see [`TxPos`]).
     pos: TxPos,
     /// Last MSN sent per untagged queue (the first message carries 1).
