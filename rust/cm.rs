@@ -80,10 +80,10 @@ mod phase;
 
 pub(crate) use accept::{accept, reject};
 pub(crate) use connect::connect;
-pub use ids::CmIds;
-pub use listener::Listener;
+pub(crate) use ids::CmIds;
+pub(crate) use listener::Listener;
 pub(crate) use listener::{create_listen, destroy_listen};
-pub use pending::Pending;
+pub(crate) use pending::Pending;
 
 use phase::{Connected, Phase};
 
@@ -93,7 +93,7 @@ const MPA_TIMEOUT_MS: u32 = 10_000;
 /// A connection endpoint: one TCP connection, from its MPA exchange to
 /// the report of its close.
 #[pin_data]
-pub struct Cep {
+pub(crate) struct Cep {
     /// Where the endpoint is in its life, with what that phase owns.
     #[pin]
     phase: Mutex<Phase>,

@@ -15,11 +15,11 @@ use crate::kif::{
 };
 
 /// Notification bits of the shared control word (`enum siw_notify_flags`).
-pub mod notify {
+pub(crate) mod notify {
     /// Notify on the next solicited completion.
-    pub const SOLICITED: u32 = 1;
+    pub(crate) const SOLICITED: u32 = 1;
     /// Notify on the next completion.
-    pub const NEXT: u32 = 2;
+    pub(crate) const NEXT: u32 = 2;
 }
 
 /// Whether a completion of status `status` for a work queue element with
@@ -45,11 +45,10 @@ struct Pos {
 
 /// A completion queue.
 #[pin_data]
-pub struct Cq {
+pub(crate) struct Cq {
     /// Random id reported to user space.
-    pub id: u32,
+    pub(crate) id: u32,
     ring: Ring<Cqe>,
-    kernel: bool,
     #[pin]
     pos: SpinLockIrq<Pos>,
     handle: CqHandle,
@@ -61,7 +60,7 @@ pub struct Cq {
 
 impl Cq {
     /// Creates a CQ of at least `args.cqe` entries.
-    pub fn create(quotas: &Arc<Quotas>, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
+    pub(crate) fn create(quotas: &Arc<Quotas>, mut args: CreateCq<'_>) -> Result<Arc<Self>> {
         if args.flags != 0 {
             return Err(crate::kif::compat::error::eopnotsupp());
         }
@@ -77,10 +76,10 @@ impl Cq {
         let ring = Ring::<Cqe>::new(args.cqe, CQ_TRAILER, user)?;
         let id = crate::kif::compat::random::random_u32();
         let mapping = match &args.user {
-            Some(u) => {
-                let (m, key) = u.map(ring.mem())?;
+            Some(user_cq) => {
+                let (mapping, key) = user_cq.map(ring.mem())?;
                 args.udata.respond(&uresp::create_cq(id, ring.len(), key))?;
-                Some(m)
+                Some(mapping)
             }
             None => None,
         };
@@ -88,7 +87,6 @@ impl Cq {
             pin_init!(Self {
                 id,
                 ring,
-                kernel: !user,
                 pos <- crate::new_spinlock_irq!(Pos { put: 0, get: 0 }, "rsiw::Cq::pos"),
                 handle: args.handle.clone(),
                 mapping <- new_mutex!(mapping, "rsiw::Cq::mapping"),
@@ -98,26 +96,21 @@ impl Cq {
         )
     }
 
-    /// Whether the CQ belongs to a kernel consumer.
-    pub fn is_kernel(&self) -> bool {
-        self.kernel
-    }
-
     /// Inserts a completion. `wqe_flags` are the flags of the work queue
     /// element (for the solicited rule). Fails with `ENOMEM` on overflow,
     /// which is also reported as a CQ error event.
-    pub fn push(&self, cqe: &Cqe, wqe_flags: WqeFlags) -> Result {
+    pub(crate) fn push(&self, cqe: &Cqe, wqe_flags: WqeFlags) -> Result {
         let notify_now = {
-            let mut p = self.pos.lock();
-            let i = p.put;
+            let mut pos = self.pos.lock();
+            let i = pos.put;
             if self.ring.flags(i).contains(WqeFlags::VALID) {
-                drop(p);
+                drop(pos);
                 self.handle.error();
                 return Err(ENOMEM);
             }
             self.ring.write(i, cqe);
             self.ring.set_flags(i, WqeFlags::VALID | cqe.flags);
-            p.put = p.put.wrapping_add(1);
+            pos.put = pos.put.wrapping_add(1);
             let armed = self
                 .ring
                 .notify()
@@ -137,35 +130,35 @@ impl Cq {
     }
 
     /// Reaps up to `max` completions (kernel CQs).
-    pub fn poll(&self, max: usize, mut f: impl FnMut(&Cqe)) {
-        let mut p = self.pos.lock();
+    pub(crate) fn poll(&self, max: usize, mut each: impl FnMut(&Cqe)) {
+        let mut pos = self.pos.lock();
         for _ in 0..max {
-            let i = p.get;
+            let i = pos.get;
             if !self.ring.flags(i).contains(WqeFlags::VALID) {
                 break;
             }
-            let mut c = self.ring.read(i);
-            c.flags = self.ring.flags(i);
+            let mut cqe = self.ring.read(i);
+            cqe.flags = self.ring.flags(i);
             self.ring.set_flags(i, WqeFlags::empty());
-            p.get = p.get.wrapping_add(1);
-            f(&c);
+            pos.get = pos.get.wrapping_add(1);
+            each(&cqe);
         }
     }
 
     /// Arms the CQ for the next (solicited) completion; returns the number
     /// of unreaped completions when asked.
-    pub fn arm(&self, solicited_only: bool, report_missed: bool) -> u32 {
-        let v = if solicited_only {
+    pub(crate) fn arm(&self, solicited_only: bool, report_missed: bool) -> u32 {
+        let mode = if solicited_only {
             notify::SOLICITED
         } else {
             notify::SOLICITED | notify::NEXT
         };
         self.ring
             .notify()
-            .store(v, core::sync::atomic::Ordering::SeqCst);
+            .store(mode, core::sync::atomic::Ordering::SeqCst);
         if report_missed {
-            let p = self.pos.lock();
-            p.put.wrapping_sub(p.get)
+            let pos = self.pos.lock();
+            pos.put.wrapping_sub(pos.get)
         } else {
             0
         }
@@ -173,7 +166,7 @@ impl Cq {
 
     /// Destroys the CQ: unmaps it from user space. (Its quota goes back
     /// when the last reference, the QPs' included, is dropped.)
-    pub fn destroy(&self) {
+    pub(crate) fn destroy(&self) {
         drop(self.mapping.lock().take());
     }
 }

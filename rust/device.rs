@@ -14,7 +14,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, Rsiw, NODE_DESC};
+use crate::base::{eui64, settings::Settings, stats::Stats, Quotas, RsiwDriver, NODE_DESC};
 use crate::cm::{CmIds, Pending};
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
@@ -24,44 +24,45 @@ use crate::kif::{
 use crate::mem;
 use crate::qp::{counter::Counters, Qp};
 
-/// Per-device state.
+/// Per-device state: the driver data of a
+/// `kif::rdma::Device<RsiwDriver>`, which dereferences to it.
 #[pin_data(PinnedDrop)]
-pub struct Device {
+pub(crate) struct RsiwDevice {
     /// Hardware address of the net device at creation (the GID).
-    pub mac: [u8; 6],
+    pub(crate) mac: [u8; 6],
     /// Device id handed to user space (`siw_uresp_alloc_ctx.dev_id`).
-    pub dev_id: u32,
+    pub(crate) dev_id: u32,
     /// Interface index of the net device (wildcard listens bind to it).
-    pub ifindex: i32,
+    pub(crate) ifindex: i32,
     /// Live objects of each kind, against the device's limits (each
     /// object holds its [`Quota`](crate::base::Quota)).
-    pub quotas: Arc<Quotas>,
+    pub(crate) quotas: Arc<Quotas>,
     /// Source of protection domain ids.
-    pub next_pd_id: AtomicU32,
+    pub(crate) next_pd_id: AtomicU32,
     /// Queue pairs by QP number.
     #[pin]
-    pub qp_xa: XArray<Qp>,
+    pub(crate) qp_xa: XArray<Qp>,
     /// Memory objects by STag index (shared with the QPs' data path).
-    pub mem_xa: mem::Table,
+    pub(crate) mem_xa: mem::Table,
     /// Counters (shared with the QPs' data path).
-    pub stats: Arc<Stats>,
+    pub(crate) stats: Arc<Stats>,
     /// The connection manager's settings (sysfs `mpa_*`).
-    pub settings: Arc<Settings>,
+    pub(crate) settings: Arc<Settings>,
     /// The CM ids the connection manager holds, with what each shows in
     /// `rdma resource show cm_id -dd` (its lock: see [`crate::cm`]).
-    pub cm_ids: Arc<CmIds>,
+    pub(crate) cm_ids: Arc<CmIds>,
     /// The responder endpoints without a connection yet (awaiting their
     /// MPA Request or the CM's accept or reject), closed as the device
     /// goes.
-    pub cm_pending: Arc<Pending>,
+    pub(crate) cm_pending: Arc<Pending>,
     /// The per-QP counter sets (`rdma statistic qp`). Taken before a
     /// QP's `tx` and `rx` locks, never while holding one.
     #[pin]
-    pub counters: Mutex<Counters>,
+    pub(crate) counters: Mutex<Counters>,
 }
 
 #[pinned_drop]
-impl PinnedDrop for Device {
+impl PinnedDrop for RsiwDevice {
     fn drop(self: Pin<&mut Self>) {
         // Every listener was destroyed before (and closed its endpoints),
         // but a connect request the CM dropped unanswered may have had no
@@ -75,7 +76,7 @@ impl PinnedDrop for Device {
 static NEXT_DEV_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The `rsiw` link type.
-pub struct Link;
+pub(crate) struct Link;
 
 /// ARP hardware types rsiw runs on: Ethernet, IEEE 802 and none (tunnels).
 fn qualified(ndev: &NetDev<'_>) -> bool {
@@ -86,14 +87,14 @@ fn qualified(ndev: &NetDev<'_>) -> bool {
 }
 
 impl LinkDriver for Link {
-    type Driver = Rsiw;
+    type Driver = RsiwDriver;
 
     fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result {
         if !qualified(ndev) {
             return Err(EINVAL);
         }
         // One siw-type device per net device, whichever driver made it.
-        if rdma::Device::<Rsiw>::any_on_netdev(ndev) {
+        if rdma::Device::<RsiwDriver>::any_on_netdev(ndev) {
             return Err(EEXIST);
         }
         // Devices without an address still need a unique GID: derive a
@@ -109,7 +110,7 @@ impl LinkDriver for Link {
         let settings = Arc::new(Settings::new(), GFP_KERNEL)?;
         let cm_ids = Arc::pin_init(CmIds::new(), GFP_KERNEL)?;
         let cm_pending = Arc::pin_init(Pending::new(), GFP_KERNEL)?;
-        let dev = try_pin_init!(Device {
+        let dev = try_pin_init!(RsiwDevice {
             mac,
             dev_id,
             ifindex: ndev.ifindex(),
@@ -121,7 +122,7 @@ impl LinkDriver for Link {
             settings,
             cm_ids,
             cm_pending,
-            counters <- new_mutex!(Counters::new(), "rsiw::Device::counters"),
+            counters <- new_mutex!(Counters::new(), "rsiw::RsiwDevice::counters"),
         }? Error);
         let setup = DeviceSetup {
             ndev,
@@ -130,12 +131,12 @@ impl LinkDriver for Link {
             node_desc: NODE_DESC,
             num_comp_vectors: 1,
         };
-        rdma::Device::<Rsiw>::register(setup, dev)?;
+        rdma::Device::<RsiwDriver>::register(setup, dev)?;
         pr_info!("device {} on its net device registered\n", name);
         Ok(())
     }
 
-    fn netdev_event(dev: &RegisteredDevice<Rsiw>, _ndev: &NetDev<'_>, event: NetdevEvent) {
+    fn netdev_event(dev: &RegisteredDevice<RsiwDriver>, _ndev: &NetDev<'_>, event: NetdevEvent) {
         match event {
             NetdevEvent::Up => dev.port_event(NETDEV_PORT, PortEvent::Active),
             NetdevEvent::Down => dev.port_event(NETDEV_PORT, PortEvent::Error),

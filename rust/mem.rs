@@ -9,7 +9,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-use crate::base::{limits, Kind, Pd, Quota, Quotas, Rsiw};
+use crate::base::{limits, Kind, Pd, Quota, Quotas, RsiwDriver};
 use crate::kif::{
     compat::delay::sleep_ms,
     compat::sync::SpinLockIrq,
@@ -20,28 +20,28 @@ use crate::kif::{
 };
 use crate::state::gate::MemGate;
 
-pub mod access;
+pub(crate) mod access;
 
 /// The memory objects of a device by STag index (shared with the QPs'
 /// data path, which looks STags up under RCU).
-pub type Table = Arc<RcuXArray<Mem>>;
+pub(crate) type Table = Arc<RcuXArray<Mem>>;
 
 /// Largest STag index (24 bits).
-pub const STAG_MAX_INDEX: u32 = 0x00ff_ffff;
+pub(crate) const STAG_MAX_INDEX: u32 = 0x00ff_ffff;
 
 /// The page list of a fast-registration MR.
-pub struct Pbl {
+pub(crate) struct Pbl {
     /// DMA addresses of the pages (kernel virtual for rsiw's consumers);
-    /// the first `n` are in use.
-    pub pages: KVec<u64>,
+    /// the first `used` are in use.
+    pub(crate) pages: KVec<u64>,
     /// Pages in use.
-    pub n: usize,
+    pub(crate) used: usize,
     /// Page size of the mapping.
-    pub page_size: u32,
+    pub(crate) page_size: u32,
 }
 
 /// What a memory object describes.
-pub enum MemKind {
+pub(crate) enum MemKind {
     /// Pinned user pages.
     User(Umem),
     /// All kernel memory (a DMA MR of a kernel consumer).
@@ -51,62 +51,62 @@ pub enum MemKind {
 }
 
 /// A memory object: what an STag names.
-pub struct Mem {
+pub(crate) struct Mem {
     /// Index in the device's memory xarray (set once, at registration).
     index: AtomicU32,
     /// Validity, key (the low 8 bits of the STag), registration and the
     /// transfers inside (see [`access`]).
-    pub gate: MemGate,
+    pub(crate) gate: MemGate,
     /// The owning protection domain.
-    pub pd_id: u32,
+    pub(crate) pd_id: u32,
     /// First valid address (IOVA).
-    pub va: AtomicU64Cell,
+    pub(crate) va: AtomicU64Cell,
     /// Length in octets.
-    pub len: AtomicU64Cell,
+    pub(crate) len: AtomicU64Cell,
     /// IB access flags.
-    pub access: AtomicU32,
+    pub(crate) access: AtomicU32,
     /// The backing memory.
-    pub kind: MemKind,
+    pub(crate) kind: MemKind,
 }
 
 /// A 64-bit value updated by fast registration and read by the data path.
-pub struct AtomicU64Cell(core::sync::atomic::AtomicU64);
+pub(crate) struct AtomicU64Cell(core::sync::atomic::AtomicU64);
 
 impl AtomicU64Cell {
     /// A new cell.
-    pub fn new(v: u64) -> Self {
-        Self(core::sync::atomic::AtomicU64::new(v))
+    pub(crate) fn new(value: u64) -> Self {
+        Self(core::sync::atomic::AtomicU64::new(value))
     }
     /// Reads the value.
-    pub fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Acquire)
     }
     /// Writes the value.
-    pub fn set(&self, v: u64) {
-        self.0.store(v, Ordering::Release)
+    pub(crate) fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Release)
     }
 }
 
 impl Mem {
     /// Index in the device's memory xarray.
-    pub fn index(&self) -> u32 {
+    pub(crate) fn index(&self) -> u32 {
         self.index.load(Ordering::Acquire)
     }
 
     /// The full STag (with the key of the current or last registration).
-    pub fn stag(&self) -> u32 {
+    pub(crate) fn stag(&self) -> u32 {
         (self.index() << 8) | u32::from(self.gate.key())
     }
 
     /// Whether the STag may be used (registered and not invalidated).
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.gate.is_valid()
     }
 
     /// Waits until no transfer is inside the memory (after its gate was
     /// closed). Process context: a transfer inside is one copy or one
     /// send call, so this sleeps rarely and briefly.
-    pub fn wait_idle(&self) {
+    pub(crate) fn wait_idle(&self) {
         while self.gate.inside() != 0 {
             sleep_ms(1);
         }
@@ -121,9 +121,9 @@ impl Mem {
 }
 
 /// A memory region as the RDMA core sees it.
-pub struct Mr {
+pub(crate) struct Mr {
     /// The memory object.
-    pub mem: Arc<Mem>,
+    pub(crate) mem: Arc<Mem>,
     /// Counts the MR against [`limits::MAX_MR`] until it is deregistered.
     _quota: Quota,
 }
@@ -150,29 +150,36 @@ fn add_mem(table: &Table, pd: &Pd, va: u64, len: u64, acc: u32, kind: MemKind) -
 }
 
 /// Registers user memory (`ibv_reg_mr`).
-pub fn reg_user_mr(
+pub(crate) fn reg_user_mr(
     table: &Table,
     quotas: &Arc<Quotas>,
-    mut a: RegUserMr<'_, Rsiw>,
+    mut args: RegUserMr<'_, RsiwDriver>,
 ) -> Result<(Mr, u32)> {
     let quota = Quota::take(quotas, Kind::Mr)?;
-    if a.len == 0 {
+    if args.len == 0 {
         return Err(EINVAL);
     }
-    let umem = a.pinner.pin(a.start, a.len, a.access)?;
-    let mem = add_mem(table, a.pd, a.iova, a.len, a.access, MemKind::User(umem))?;
+    let umem = args.pinner.pin(args.start, args.len, args.access)?;
+    let mem = add_mem(
+        table,
+        args.pd,
+        args.iova,
+        args.len,
+        args.access,
+        MemKind::User(umem),
+    )?;
     let mut key = 0;
-    if a.udata.is_user() {
+    if args.udata.is_user() {
         let mut req: uresp::RegMrReq = Default::default();
-        if let Err(e) = a.udata.request(&mut req) {
+        if let Err(err) = args.udata.request(&mut req) {
             table.erase(mem.index());
-            return Err(e);
+            return Err(err);
         }
         key = uresp::reg_mr_stag_key(&req);
         let stag = (mem.index() << 8) | u32::from(key);
-        if let Err(e) = a.udata.respond(&uresp::reg_mr(stag)) {
+        if let Err(err) = args.udata.respond(&uresp::reg_mr(stag)) {
             table.erase(mem.index());
-            return Err(e);
+            return Err(err);
         }
     }
     open_new(&mem, key)?;
@@ -199,18 +206,22 @@ fn writable(access: u32) -> bool {
 /// PD, a new range, or write access on read-only pinned pages make a new
 /// MR over freshly pinned pages, with a new STag index and the same key;
 /// the RDMA core then deregisters the old MR.
-pub fn rereg_user_mr(
+pub(crate) fn rereg_user_mr(
     table: &Table,
     quotas: &Arc<Quotas>,
     old: &Mr,
-    a: ReregUserMr<'_, Rsiw>,
+    args: ReregUserMr<'_, RsiwDriver>,
 ) -> Result<Option<(Mr, u32)>> {
     let MemKind::User(umem) = &old.mem.kind else {
         return Err(EINVAL);
     };
     let old_access = old.mem.access.load(Ordering::Acquire);
-    let access = if a.new_access { a.access } else { old_access };
-    if !a.trans && !a.new_pd && (!writable(access) || writable(old_access)) {
+    let access = if args.new_access {
+        args.access
+    } else {
+        old_access
+    };
+    if !args.trans && !args.new_pd && (!writable(access) || writable(old_access)) {
         // In place: the transfers checked against the old rights end
         // with the old registration (the STag stays the same).
         let key = old.mem.gate.key();
@@ -219,8 +230,8 @@ pub fn rereg_user_mr(
         open_new(&old.mem, key)?;
         return Ok(None);
     }
-    let (start, len, iova) = if a.trans {
-        (a.start, a.len, a.iova)
+    let (start, len, iova) = if args.trans {
+        (args.start, args.len, args.iova)
     } else {
         (umem.start(), old.mem.len.get(), old.mem.va.get())
     };
@@ -228,15 +239,20 @@ pub fn rereg_user_mr(
     if len == 0 {
         return Err(EINVAL);
     }
-    let umem = a.pinner.pin(start, len, access)?;
-    let mem = add_mem(table, a.pd, iova, len, access, MemKind::User(umem))?;
+    let umem = args.pinner.pin(start, len, access)?;
+    let mem = add_mem(table, args.pd, iova, len, access, MemKind::User(umem))?;
     open_new(&mem, old.mem.gate.key())?;
     let stag = mem.stag();
     Ok(Some((Mr { mem, _quota: quota }, stag)))
 }
 
 /// A DMA MR for a kernel consumer.
-pub fn get_dma_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, acc: u32) -> Result<(Mr, u32)> {
+pub(crate) fn get_dma_mr(
+    table: &Table,
+    quotas: &Arc<Quotas>,
+    pd: &Pd,
+    acc: u32,
+) -> Result<(Mr, u32)> {
     let quota = Quota::take(quotas, Kind::Mr)?;
     let mem = add_mem(table, pd, 0, u64::MAX, acc, MemKind::Dma)?;
     open_new(&mem, 0)?;
@@ -245,7 +261,12 @@ pub fn get_dma_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, acc: u32) -> Res
 }
 
 /// A fast-registration MR of up to `max` pages for a kernel consumer.
-pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Result<(Mr, u32)> {
+pub(crate) fn alloc_mr(
+    table: &Table,
+    quotas: &Arc<Quotas>,
+    pd: &Pd,
+    max: u32,
+) -> Result<(Mr, u32)> {
     let quota = Quota::take(quotas, Kind::Mr)?;
     if max > limits::MAX_FRMR_PAGES {
         return Err(ENOMEM);
@@ -255,7 +276,7 @@ pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Resul
         crate::new_spinlock_irq!(
             Pbl {
                 pages,
-                n: 0,
+                used: 0,
                 page_size: 0
             },
             "rsiw::Mr::pbl"
@@ -270,30 +291,30 @@ pub fn alloc_mr(table: &Table, quotas: &Arc<Quotas>, pd: &Pd, max: u32) -> Resul
 impl Mr {
     fn pbl(&self) -> Result<&SpinLockIrq<Pbl>> {
         match &self.mem.kind {
-            MemKind::Pbl(p) => Ok(p),
+            MemKind::Pbl(pbl) => Ok(pbl),
             _ => Err(EINVAL),
         }
     }
 
     /// Starts a new page list.
-    pub fn map_begin(&self) -> Result {
-        self.pbl()?.lock().n = 0;
+    pub(crate) fn map_begin(&self) -> Result {
+        self.pbl()?.lock().used = 0;
         Ok(())
     }
 
     /// Appends a page.
-    pub fn map_page(&self, addr: u64) -> Result {
-        let mut p = self.pbl()?.lock();
-        let n = p.n;
-        *p.pages.get_mut(n).ok_or(ENOMEM)? = addr;
-        p.n = n + 1;
+    pub(crate) fn map_page(&self, addr: u64) -> Result {
+        let mut pbl = self.pbl()?.lock();
+        let used = pbl.used;
+        *pbl.pages.get_mut(used).ok_or(ENOMEM)? = addr;
+        pbl.used = used + 1;
         Ok(())
     }
 
     /// Ends the page list: the MR covers `length` octets at `iova`.
-    pub fn map_end(&self, iova: u64, length: u64, page_size: u32) {
-        if let Ok(p) = self.pbl() {
-            p.lock().page_size = page_size;
+    pub(crate) fn map_end(&self, iova: u64, length: u64, page_size: u32) {
+        if let Ok(pbl) = self.pbl() {
+            pbl.lock().page_size = page_size;
         }
         self.mem.va.set(iova);
         self.mem.len.set(length);
@@ -305,7 +326,7 @@ impl Mr {
 /// segment or Read Response in progress draws a TERMINATE at its next
 /// piece); the memory object goes when the last work request holding it
 /// lets go (the MR's quota goes back now).
-pub fn dereg_mr(table: &Table, mr: Mr) -> Result {
+pub(crate) fn dereg_mr(table: &Table, mr: Mr) -> Result {
     mr.mem.close();
     table.erase(mr.mem.index());
     drop(mr);

@@ -5,7 +5,7 @@
 //! through the connection manager), completions and flushing. The
 //! submodules create QPs (`create`), post work requests (`post`), hold
 //! what the `inner` lock guards (`inner`), the lock-free state
-//! (`lockfree`), the RDMA Read queues ([`orq`]) and the transmit ([`tx`])
+//! (`lockfree`), the RDMA Read queues ([`reads`]) and the transmit ([`tx`])
 //! and receive ([`rx`]) engines; the connection manager is reached only
 //! through the [`Endpoint`] a connection holds.
 //!
@@ -16,36 +16,38 @@
 //!
 //! 1. The connection endpoint's `Cep::phase` (mutex, in `cm`): the MPA
 //!    exchange moves the QP to RTS and starts its engines under it (so
-//!    `inner`, `conn`, `tx`, `rx`, `orq` and `irq` are taken under it).
+//!    `inner`, `conn`, `tx`, `rx`, `outbound_reads` and `inbound_reads`
+//!    are taken under it).
 //! 2. [`Qp::tx`] (mutex): the transmit engine. Held while it sends (TCP
 //!    takes the socket's lock under it) and while it takes `inner`,
-//!    `orq`, `irq` and completes work requests.
+//!    `outbound_reads`, `inbound_reads` and completes work requests.
 //! 3. [`Qp::rx`] (irqsave spinlock): the receive engine, taken in the
 //!    socket's `data_ready` upcall (softirq, socket lock held). Under it
-//!    the receive path takes `orq` (Read Responses), `irq` (Read
-//!    Requests), the SRQ and completes work requests.
+//!    the receive path takes `outbound_reads` (Read Responses),
+//!    `inbound_reads` (Read Requests), the SRQ and completes work requests.
 //! 4. [`Qp::inner`] (irqsave spinlock): the state, the queue indices, ORD,
 //!    IRD, access and the active work request. `rx` and `inner` are never
 //!    held together.
-//! 5. [`Qp::orq`] (irqsave spinlock): under `inner` when an RDMA Read
-//!    moves into the ORQ together with its send queue slot.
-//! 6. [`Qp::irq`] (irqsave spinlock).
+//! 5. [`Qp::outbound_reads`] (irqsave spinlock): under `inner` when an RDMA
+//!    Read moves into the outbound Read queue together with its send
+//!    queue slot.
+//! 6. [`Qp::inbound_reads`] (irqsave spinlock).
 //! 7. Leaves, under which nothing is taken: [`Qp::conn`] (irqsave
 //!    spinlock), the SRQ's `st` and a CQ's `pos` (irqsave spinlocks: a
 //!    completion is pushed under `tx` or `rx`, never under `inner`,
-//!    `orq` or `irq`), a fast-registration MR's page list, and the
-//!    kernel interface's handle locks (events, CQ notifications).
+//!    `outbound_reads` or `inbound_reads`), a fast-registration MR's page
+//!    list, and the kernel interface's handle locks (events, CQ notifications).
 //!
 //! `mappings` (mutex) is taken alone, when the QP is destroyed.
 //! Each lock has a name of its own (`rsiw::Qp::inner`, ...), so that
 //! lockdep checks this order. The state changes only through `Qp`
 //! methods ([`Qp::put_state`] under `inner`, which also keeps the
-//! lock-free copy the data path reads). What `inner`, `orq` and `irq`
-//! guard is changed only through the methods of the guarded types
-//! (`inner::QpInner`, [`Orq`], [`Irq`]). The values read without a lock
-//! (the QP number, that copy of the state, the flags between the
-//! receive side, the transmit side and the doorbell) are atomics in
-//! `lockfree::LockFree`, whose comment says who sets and clears each and
+//! lock-free copy the data path reads). What `inner`, `outbound_reads` and
+//! `inbound_reads` guard is changed only through the methods of the guarded
+//! types (`inner::QpInner`, [`OutboundReads`], [`InboundReads`]). The values
+//! read without a lock (the QP number, that copy of the state, the flags
+//! between the receive side, the transmit side and the doorbell) are atomics
+//! in `lockfree::LockFree`, whose comment says who sets and clears each and
 //! why its memory ordering is enough.
 
 use core::sync::atomic::AtomicBool;
@@ -78,26 +80,26 @@ use crate::state::qp::{self as machine, After, Modify, Refused};
 use details::LastTerm;
 use inner::QpInner;
 use lockfree::LockFree;
-use orq::{Irq, Orq, WrRef};
+use reads::{InboundReads, OutboundReads, WrRef};
 use rx::RxState;
 use tx::TxState;
 
-pub use crate::state::qp::QpState;
+pub(crate) use crate::state::qp::QpState;
 
-pub mod counter;
+pub(crate) mod counter;
 mod create;
-pub mod details;
+pub(crate) mod details;
 mod inner;
 mod lockfree;
-pub mod orq;
 mod post;
-pub mod rx;
-pub mod tx;
+pub(crate) mod reads;
+pub(crate) mod rx;
+pub(crate) mod tx;
 
 /// What a QP's connection needs of the connection manager's endpoint
 /// (`cm::Cep` implements it): the control-path calls of the QP's
 /// transmit and receive sides into the CM.
-pub trait Endpoint: Send + Sync {
+pub(crate) trait Endpoint: Send + Sync {
     /// The receive path got the first FPDU of a peer-to-peer connection
     /// (the initiator's RTR): the CM reports ESTABLISHED.
     fn rtr_received(self: Arc<Self>);
@@ -109,50 +111,51 @@ pub trait Endpoint: Send + Sync {
 }
 
 /// The MPA connection of a QP in RTS: its socket and what was negotiated.
-pub struct Conn {
+pub(crate) struct Conn {
     /// The TCP socket (its upcalls go to the QP while it is in RTS).
-    pub sock: Socket,
+    pub(crate) sock: Socket,
     /// MPA revision of the exchange (1 or 2).
-    pub mpa_rev: u8,
+    pub(crate) mpa_rev: u8,
     /// The exchange chose the peer-to-peer model (RFC 6581: an RTR opens
     /// the connection).
-    pub peer_to_peer: bool,
+    pub(crate) peer_to_peer: bool,
     /// MPA markers in the FPDUs we send (the peer asked for them: RFC 5044
     /// negotiates markers per direction).
-    pub tx_markers: bool,
+    pub(crate) tx_markers: bool,
     /// MPA markers in the FPDUs we receive (we asked for them).
-    pub rx_markers: bool,
+    pub(crate) rx_markers: bool,
     /// MPA CRC in use.
-    pub crc: bool,
+    pub(crate) crc: bool,
     /// Largest ULPDU of one FPDU we send (from the connection's EMSS).
-    pub mulpdu: u32,
+    pub(crate) mulpdu: u32,
     /// `Some(cap)`: the peer takes FPDUs larger than a TCP segment, and
     /// FPDUs we send carry up to `cap` payload octets (the device's
     /// `mpa_max_fpdu`) instead of what `mulpdu` allows.
-    pub large_fpdu: Option<u32>,
+    pub(crate) large_fpdu: Option<u32>,
     /// Largest ULPDU_Length accepted from the peer (from the MSS we
     /// advertised, or any when we offered to take large FPDUs; a longer
     /// one is an MPA framing error).
-    pub rx_max_ulpdu: u16,
+    pub(crate) rx_max_ulpdu: u16,
     /// Peer-to-peer initiator: a zero length Write (the RTR, RFC 6581)
     /// goes out before any work request.
-    pub send_rtr: bool,
+    pub(crate) send_rtr: bool,
     /// Peer-to-peer responder: the first FPDU received (the RTR) is still
     /// to be reported to the CM.
-    pub await_rtr: AtomicBool,
+    pub(crate) await_rtr: AtomicBool,
     /// What the connection sends before the peer's first FPDU arrived.
-    pub hold: TxHold,
+    pub(crate) hold: TxHold,
     /// The connection endpoint, which reports the close to the CM.
-    pub cep: Arc<dyn Endpoint>,
-    /// The CM id of the connection.
-    pub id: crate::kif::rdma::iwcm::CmId,
+    pub(crate) cep: Arc<dyn Endpoint>,
+    /// The CM id of the connection, held (a reference) while the QP
+    /// has the connection.
+    pub(crate) _id: crate::kif::rdma::iwcm::CmId,
 }
 
 /// A responder's transmit hold: RFC 5044 section 7.1.2 has an MPA
 /// responder send no FPDU before it received the initiator's first one.
 /// A TERMINATE still goes out.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum TxHold {
+pub(crate) enum TxHold {
     /// Nothing is held (the initiator).
     None,
     /// Nothing goes out before the initiator's first FPDU arrived: in the
@@ -168,20 +171,20 @@ pub enum TxHold {
 
 /// Fixed QP sizes.
 #[derive(Clone, Copy, Debug)]
-pub struct QpCaps {
+pub(crate) struct QpCaps {
     /// Send queue entries.
-    pub sq_size: u32,
+    pub(crate) sq_size: u32,
     /// Receive queue entries (0 with an SRQ).
-    pub rq_size: u32,
+    pub(crate) rq_size: u32,
     /// SGEs per send work request.
-    pub sq_max_sge: u32,
+    pub(crate) sq_max_sge: u32,
     /// SGEs per receive work request.
-    pub rq_max_sge: u32,
+    pub(crate) rq_max_sge: u32,
 }
 
 /// A queue pair.
 #[pin_data]
-pub struct Qp {
+pub(crate) struct Qp {
     /// The QP number, a copy of the state and the flags between the QP's
     /// contexts, read and written without a lock.
     lockfree: LockFree,
@@ -228,12 +231,12 @@ pub struct Qp {
     #[pin]
     tx: Mutex<TxState>,
     /// Outbound RDMA Reads awaiting their response (ORD; lock
-    /// `rsiw::Qp::orq`).
+    /// `rsiw::Qp::outbound_reads`).
     #[pin]
-    orq: SpinLockIrq<Orq>,
-    /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::irq`).
+    outbound_reads: SpinLockIrq<OutboundReads>,
+    /// Inbound RDMA Reads to answer (IRD; lock `rsiw::Qp::inbound_reads`).
     #[pin]
-    irq: SpinLockIrq<Irq>,
+    inbound_reads: SpinLockIrq<InboundReads>,
     /// The last TERMINATE sent or received (for the resource details).
     last_term: LastTerm,
     /// The transmit work item.
@@ -258,7 +261,7 @@ impl WorkItem for Qp {
 
 impl Qp {
     /// Applies a `modify_qp` from the verbs interface (not the CM).
-    pub fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
+    pub(crate) fn modify(self: &Arc<Self>, m: &QpModify) -> Result {
         if m.nonstandard {
             return Err(crate::kif::compat::error::eopnotsupp());
         }
@@ -305,7 +308,7 @@ impl Qp {
 
     /// Moves the QP to error and flushes both queues (teardown, fatal
     /// errors).
-    pub fn set_error(&self) {
+    pub(crate) fn set_error(&self) {
         self.put_state(&mut self.inner.lock(), QpState::Error);
         self.follow(machine::ERROR);
     }
@@ -335,7 +338,7 @@ impl Qp {
 
     /// Current state (a snapshot: decisions that must not race with a
     /// state change look at `inner.state()` under the lock).
-    pub fn state(&self) -> QpState {
+    pub(crate) fn state(&self) -> QpState {
         self.lockfree.state()
     }
 
@@ -350,7 +353,7 @@ impl Qp {
     }
 
     /// Query results.
-    pub fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
+    pub(crate) fn query(&self, ndev: &NetDev<'_>) -> QpQuery {
         let inner = self.inner.lock();
         let (ird, ord) = inner.rd_limits();
         QpQuery {
@@ -369,14 +372,14 @@ impl Qp {
 
     /// Completes a send queue element into the send CQ (when signalled or
     /// failed) and gives the slot back.
-    pub fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: Status) -> Result {
+    pub(crate) fn complete_sqe(&self, i: u32, sqe: &Sqe, bytes: u32, status: Status) -> Result {
         let r = self.complete_wr(WrRef::of(sqe), bytes, status);
         self.sq.set_flags(i, WqeFlags::empty());
         r
     }
 
     /// Completes a receive element into the receive CQ.
-    pub fn complete_rqe(
+    pub(crate) fn complete_rqe(
         &self,
         rqe: &Rqe,
         bytes: u32,
@@ -401,8 +404,9 @@ impl Qp {
     }
 
     /// Completes a send work request whose queue slot was already given
-    /// back (RDMA Reads, completed from the ORQ by their Read Response).
-    pub fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
+    /// back (RDMA Reads, completed from the outbound Read queue by their Read
+    /// Response).
+    pub(crate) fn complete_wr(&self, wr: WrRef, bytes: u32, status: Status) -> Result {
         if wr.flags.contains(WqeFlags::SIGNALLED) || self.sig_all || status != Status::Success {
             let c = Cqe {
                 id: wr.id,
@@ -430,7 +434,7 @@ impl Qp {
     }
 
     /// The QP number.
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.lockfree.id()
     }
 
@@ -442,9 +446,9 @@ impl Qp {
     }
 
     /// Flushes every posted send element with a flush error.
-    pub fn flush_sq(&self) {
+    pub(crate) fn flush_sq(&self) {
         // Outstanding RDMA Reads are older than anything still queued.
-        tx::flush_orq(self);
+        tx::flush_outbound_reads(self);
         let mut n = 0;
         loop {
             let i = {
@@ -468,7 +472,7 @@ impl Qp {
     }
 
     /// Flushes every posted receive element with a flush error.
-    pub fn flush_rq(&self) {
+    pub(crate) fn flush_rq(&self) {
         // The receive in progress (own RQ or SRQ) goes first.
         rx::flush_active(self);
         let Some(rq) = &self.rq else { return };
@@ -493,7 +497,7 @@ impl Qp {
     }
 
     /// Schedules the transmit work (a no-op if already scheduled).
-    pub fn schedule_tx(self: &Arc<Self>) {
+    pub(crate) fn schedule_tx(self: &Arc<Self>) {
         let _ = crate::kif::compat::workqueue::queue().enqueue(self.clone());
     }
 
@@ -504,20 +508,20 @@ impl Qp {
     /// under a process that polls its completion queue (a worker woken
     /// there would first have to preempt it), and for a streaming
     /// application's doorbell.
-    pub fn schedule_tx_elsewhere(self: &Arc<Self>) {
+    pub(crate) fn schedule_tx_elsewhere(self: &Arc<Self>) {
         let _ = crate::kif::compat::workqueue::enqueue_on_next_cpu(self.clone());
     }
 
     /// Asks the connection manager to close the QP's connection (done on
     /// the workqueue, after a TERMINATE or queued data went out).
-    pub fn request_close(&self) {
+    pub(crate) fn request_close(&self) {
         if let Some(c) = self.conn() {
             c.cep.clone().request_close();
         }
     }
 
     /// The core QP (events, kernel completion token).
-    pub fn handle(&self) -> &QpHandle {
+    pub(crate) fn handle(&self) -> &QpHandle {
         &self.handle
     }
 
@@ -535,7 +539,7 @@ impl Qp {
     }
 
     /// The connection, if the QP has one.
-    pub fn conn(&self) -> Option<Arc<Conn>> {
+    pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
         self.conn.lock().clone()
     }
 
@@ -551,7 +555,7 @@ impl Qp {
     /// races it (tests/guest/pair_siw_early_fpdu.sh). Why not wait for
     /// ever: that initiator never sends first when its application
     /// waits for the server (librdmacm's `ucmatose`).
-    pub fn end_responder_grace(self: &Arc<Self>) {
+    pub(crate) fn end_responder_grace(self: &Arc<Self>) {
         let grace = self.conn().is_some_and(|c| c.hold == TxHold::Grace);
         if grace && self.lockfree.release_tx() {
             self.schedule_tx();
@@ -564,7 +568,7 @@ impl Qp {
     /// for (see `cm::Cep::wake_peer` for why). `None` once the peer sent
     /// something (or the QP left RTS); while it is silent, whether the
     /// Write went out.
-    pub fn wake_silent_peer(self: &Arc<Self>, sent_before: &mut u64) -> Option<bool> {
+    pub(crate) fn wake_silent_peer(self: &Arc<Self>, sent_before: &mut u64) -> Option<bool> {
         if self.state() != QpState::Rts || self.rx.lock().received().fpdus > 0 {
             return None;
         }
@@ -586,7 +590,7 @@ impl Qp {
 
     /// Drops the connection: the socket's upcalls go back to TCP and the
     /// socket is closed once the last user lets go.
-    pub fn drop_conn(self: &Arc<Self>) {
+    pub(crate) fn drop_conn(self: &Arc<Self>) {
         // A TERMINATE still queued goes out before the close (the transmit
         // work closes the connection itself once it is sent).
         tx::run(self);
@@ -603,7 +607,7 @@ impl Qp {
     /// Destroys the QP: error state, flush, unmap, forget the QP number
     /// (in `qps`, the device's QP table). Its quota goes back when the last
     /// reference is dropped.
-    pub fn destroy(self: Arc<Self>, qps: &XArray<Qp>) {
+    pub(crate) fn destroy(self: Arc<Self>, qps: &XArray<Qp>) {
         self.set_error();
         self.drop_conn();
         drop(core::mem::replace(&mut *self.mappings.lock(), KVec::new()));

@@ -30,20 +30,20 @@
 
 use kernel::{c_str, prelude::*};
 
-pub mod base;
-pub mod cm;
-pub mod cq;
-pub mod device;
+mod base;
+mod cm;
+mod cq;
+mod device;
 pub mod kif;
-pub mod mem;
-pub mod qp;
-pub mod srq;
+mod mem;
+mod qp;
+mod srq;
 pub mod state;
-pub mod verbs;
+mod verbs;
 pub mod wire;
 
 module! {
-    type: Rsiw,
+    type: RsiwModule,
     name: "rsiw",
     author: "rsiw developers",
     description: "Software iWARP RDMA device (RFC 5040, 5041, 5044, 6581)",
@@ -54,19 +54,19 @@ module! {
 /// Module state: the `rsiw` RDMA link type and the net device notifier.
 ///
 /// Dropping it removes the link type and unregisters every rsiw device.
-struct Rsiw {
+struct RsiwModule {
     // Dropped in order: the link type and all devices first, then the
     // workqueue (which drains whatever they left queued).
     _link: Pin<KBox<kif::rdma::link::LinkRegistration>>,
     _wq: kif::compat::workqueue::WqOwner,
 }
 
-impl kernel::Module for Rsiw {
+impl kernel::Module for RsiwModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let wq = kif::compat::workqueue::WqOwner::new()?;
         let link = kif::rdma::link::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
         pr_info!("soft-iWARP device type 'rsiw' registered\n");
-        Ok(Rsiw {
+        Ok(RsiwModule {
             _link: link,
             _wq: wq,
         })

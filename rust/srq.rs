@@ -5,7 +5,7 @@
 
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
-use crate::base::{limits, Kind, Quota, Quotas, Rsiw};
+use crate::base::{limits, Kind, Quota, Quotas, RsiwDriver};
 use crate::kif::{
     compat::sync::SpinLockIrq,
     rdma::handle::SrqHandle,
@@ -25,7 +25,7 @@ struct SrqState {
 
 /// A shared receive queue.
 #[pin_data]
-pub struct Srq {
+pub(crate) struct Srq {
     ring: Ring<Rqe>,
     max_sge: u32,
     kernel: bool,
@@ -42,12 +42,15 @@ pub struct Srq {
 
 impl Srq {
     /// The protection domain the SRQ was created in.
-    pub fn pd_id(&self) -> u32 {
+    pub(crate) fn pd_id(&self) -> u32 {
         self.pd_id
     }
 
     /// Creates an SRQ.
-    pub fn create(quotas: &Arc<Quotas>, mut a: CreateSrq<'_, Rsiw>) -> Result<Arc<Self>> {
+    pub(crate) fn create(
+        quotas: &Arc<Quotas>,
+        mut a: CreateSrq<'_, RsiwDriver>,
+    ) -> Result<Arc<Self>> {
         if !a.basic {
             return Err(crate::kif::compat::error::eopnotsupp());
         }
@@ -94,7 +97,7 @@ impl Srq {
     }
 
     /// Changes the limit (resizing is not supported, as in siw).
-    pub fn modify(&self, max_wr: Option<u32>, limit: Option<u32>) -> Result {
+    pub(crate) fn modify(&self, max_wr: Option<u32>, limit: Option<u32>) -> Result {
         if max_wr.is_some() {
             return Err(crate::kif::compat::error::eopnotsupp());
         }
@@ -110,7 +113,7 @@ impl Srq {
     }
 
     /// Current attributes.
-    pub fn query(&self) -> SrqAttr {
+    pub(crate) fn query(&self) -> SrqAttr {
         SrqAttr {
             max_wr: self.ring.len(),
             max_sge: self.max_sge,
@@ -119,7 +122,7 @@ impl Srq {
     }
 
     /// Posts kernel receive work requests.
-    pub fn post(&self, wrs: &mut RecvWrs<'_>) -> Result {
+    pub(crate) fn post(&self, wrs: &mut RecvWrs<'_>) -> Result {
         if !self.kernel {
             return Err(EINVAL);
         }
@@ -133,7 +136,7 @@ impl Srq {
     /// Takes the next posted receive element into `dst` (its SGEs in use;
     /// see [`Ring::take_into`]), if any (receive path), and raises the
     /// limit event when the queue falls below its limit.
-    pub fn take_into(&self, dst: &mut Rqe) -> bool {
+    pub(crate) fn take_into(&self, dst: &mut Rqe) -> bool {
         let event = {
             let mut st = self.st.lock();
             if !self.ring.take_into(&mut st.get, dst) {
@@ -163,7 +166,7 @@ impl Srq {
 
     /// Destroys the SRQ. (Its quota goes back when the last reference,
     /// the QPs' included, is dropped.)
-    pub fn destroy(&self) {
+    pub(crate) fn destroy(&self) {
         drop(self.mapping.lock().take());
     }
 }

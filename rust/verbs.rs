@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The verbs: rsiw as an RDMA driver ([`Rsiw`]'s `kif::rdma::Driver`
+//! The verbs: rsiw as an RDMA driver ([`RsiwDriver`]'s `kif::rdma::Driver`
 //! implementation), its identity and its operations, each dispatched to
 //! the layer that owns the object; device and port queries, user contexts
 //! and protection domains are answered here.
@@ -9,11 +9,11 @@ use core::sync::atomic::Ordering;
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
 use crate::base::{
-    eui64, limits, settings::Setting, stats, Kind, Pd, Quota, Rsiw, Ucontext, VENDOR_ID,
+    eui64, limits, settings::Setting, stats, Kind, Pd, Quota, RsiwDriver, Ucontext, VENDOR_ID,
 };
 use crate::cm::{self, Listener};
 use crate::cq::Cq;
-use crate::device::Device as RsiwDevice;
+use crate::device::RsiwDevice;
 use crate::kif::{
     net::NetDev,
     rdma::{
@@ -38,7 +38,7 @@ use crate::qp::Qp;
 use crate::srq::Srq;
 
 #[vtable]
-impl Driver for Rsiw {
+impl Driver for RsiwDriver {
     type Data = RsiwDevice;
     type Ucontext = Ucontext;
     type Pd = Pd;
@@ -103,7 +103,7 @@ impl Driver for Rsiw {
 
     fn alloc_ucontext(dev: &Device<Self>, resp: &mut Udata<'_>) -> Result<Ucontext> {
         let uctx = Ucontext {
-            quota: Quota::take(&dev.quotas, Kind::Ctx)?,
+            _quota: Quota::take(&dev.quotas, Kind::Ctx)?,
         };
         resp.respond(&uresp::alloc_ctx(dev.dev_id))?;
         Ok(uctx)
@@ -116,7 +116,7 @@ impl Driver for Rsiw {
 
     fn alloc_pd(dev: &Device<Self>) -> Result<Pd> {
         Ok(Pd {
-            quota: Quota::take(&dev.quotas, Kind::Pd)?,
+            _quota: Quota::take(&dev.quotas, Kind::Pd)?,
             id: dev.next_pd_id.fetch_add(1, Ordering::Relaxed),
         })
     }

@@ -15,7 +15,7 @@ use crate::kif::params;
 
 /// One setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Setting {
+pub(crate) enum Setting {
     /// CRC32C on every connection (ask for it, refuse peers without).
     CrcRequired,
     /// Ask for markers on what the device receives.
@@ -35,7 +35,7 @@ pub enum Setting {
 
 impl Setting {
     /// Every setting, in the order of [`Setting::NAMES`].
-    pub const ALL: [Setting; 7] = [
+    pub(crate) const ALL: [Setting; 7] = [
         Setting::CrcRequired,
         Setting::Markers,
         Setting::Rev,
@@ -47,7 +47,7 @@ impl Setting {
 
     /// The names of the settings (their module parameters and sysfs
     /// attributes), in the order of [`Setting::ALL`].
-    pub const NAMES: [&'static CStr; 7] = [
+    pub(crate) const NAMES: [&'static CStr; 7] = [
         c_str!("mpa_crc_required"),
         c_str!("mpa_markers"),
         c_str!("mpa_rev"),
@@ -58,7 +58,7 @@ impl Setting {
     ];
 
     /// The setting at `index` of [`Setting::ALL`].
-    pub fn from_index(index: usize) -> Result<Self> {
+    pub(crate) fn from_index(index: usize) -> Result<Self> {
         Self::ALL.get(index).copied().ok_or(EINVAL)
     }
 
@@ -90,37 +90,37 @@ impl Setting {
 /// What a connection is set up with: the settings of its device at that
 /// moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MpaPolicy {
+pub(crate) struct MpaPolicy {
     /// See [`Setting::CrcRequired`].
-    pub crc_required: bool,
+    pub(crate) crc_required: bool,
     /// See [`Setting::Markers`].
-    pub markers: bool,
+    pub(crate) markers: bool,
     /// See [`Setting::Rev`].
-    pub rev: u8,
+    pub(crate) rev: u8,
     /// See [`Setting::PeerToPeer`].
-    pub peer_to_peer: bool,
+    pub(crate) peer_to_peer: bool,
     /// See [`Setting::LargeFpdu`].
-    pub large_fpdu: bool,
+    pub(crate) large_fpdu: bool,
     /// See [`Setting::ResponderWaits`].
-    pub responder_waits: bool,
+    pub(crate) responder_waits: bool,
     /// See [`Setting::MaxFpdu`].
-    pub max_fpdu: u32,
+    pub(crate) max_fpdu: u32,
 }
 
 /// The settings of one device.
-pub struct Settings([AtomicU32; Setting::ALL.len()]);
+pub(crate) struct Settings([AtomicU32; Setting::ALL.len()]);
 
 impl Settings {
     /// Not written yet: the setting follows its module parameter.
     const FOLLOW: u32 = u32::MAX;
 
     /// Settings that follow the module parameters.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self([const { AtomicU32::new(Self::FOLLOW) }; Setting::ALL.len()])
     }
 
     /// The value of `s` in effect.
-    pub fn get(&self, s: Setting) -> u32 {
+    pub(crate) fn get(&self, s: Setting) -> u32 {
         match self.0[s as usize].load(Ordering::Relaxed) {
             Self::FOLLOW => s.param(),
             v => v,
@@ -129,7 +129,7 @@ impl Settings {
 
     /// Sets `s` to `v` for connections set up from now on; `EINVAL` if
     /// `v` is not one of its values.
-    pub fn set(&self, s: Setting, v: u32) -> Result {
+    pub(crate) fn set(&self, s: Setting, v: u32) -> Result {
         if !s.valid(v) {
             return Err(EINVAL);
         }
@@ -138,7 +138,7 @@ impl Settings {
     }
 
     /// The values in effect, for a connection being set up.
-    pub fn policy(&self) -> MpaPolicy {
+    pub(crate) fn policy(&self) -> MpaPolicy {
         MpaPolicy {
             crc_required: self.get(Setting::CrcRequired) != 0,
             markers: self.get(Setting::Markers) != 0,

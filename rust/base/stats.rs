@@ -14,7 +14,7 @@ use crate::kif::rdma::stats::StatDescs;
 /// One counter (its index in [`NAMES`] and [`Stats`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
-pub enum Counter {
+pub(crate) enum Counter {
     /// FPDUs sent.
     TxFpdus,
     /// Payload octets sent (DDP segment payloads).
@@ -51,14 +51,14 @@ pub enum Counter {
 }
 
 /// Number of counters.
-pub const NUM: usize = Counter::PeerWakeups as usize + 1;
+pub(crate) const NUM: usize = Counter::PeerWakeups as usize + 1;
 
 /// Number of counters a QP keeps too (the first ones: FPDUs and payload
 /// octets each way), and so a per-QP counter of `rdma statistic qp`.
-pub const PER_QP: usize = Counter::RxPayload as usize + 1;
+pub(crate) const PER_QP: usize = Counter::RxPayload as usize + 1;
 
 /// The counters' names, in [`Counter`] order.
-pub static NAMES: StatDescs = StatDescs::new(&[
+pub(crate) static NAMES: StatDescs = StatDescs::new(&[
     c_str!("tx_fpdus"),
     c_str!("tx_payload_bytes"),
     c_str!("rx_fpdus"),
@@ -79,13 +79,13 @@ pub static NAMES: StatDescs = StatDescs::new(&[
 
 /// The counters of one device (per CPU: the data path of every QP adds
 /// to them several times per message).
-pub struct Stats {
+pub(crate) struct Stats {
     v: PerCpuCounters<NUM>,
 }
 
 impl Stats {
     /// All zero.
-    pub fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         Ok(Self {
             v: PerCpuCounters::new()?,
         })
@@ -93,17 +93,17 @@ impl Stats {
 
     /// Adds `n` to counter `c`.
     #[inline]
-    pub fn add(&self, c: Counter, n: u64) {
+    pub(crate) fn add(&self, c: Counter, n: u64) {
         self.v.add(c as usize, n);
     }
 
     /// Adds one to counter `c`.
-    pub fn inc(&self, c: Counter) {
+    pub(crate) fn inc(&self, c: Counter) {
         self.add(c, 1);
     }
 
     /// Copies the values, in [`Counter`] order, into `out`.
-    pub fn read(&self, out: &mut [u64]) {
+    pub(crate) fn read(&self, out: &mut [u64]) {
         for (i, o) in out.iter_mut().enumerate().take(NUM) {
             *o = self.v.sum(i);
         }

@@ -84,9 +84,9 @@ impl Requested {
         let (offered, rtr_type) = rtr_offered(peer);
         let (mut ird, ord) = self.resources(p);
         // A Read RTR is itself an RDMA Read Request we answer: our IRD
-        // (in the Reply, and the IRQ sized for it) must take it, whatever
-        // the consumer asked for (cxgb4 and irdma raise it too), or the
-        // RTR draws the TERMINATE for an exceeded IRD.
+        // (in the Reply, and the inbound Read queue sized for it) must take
+        // it, whatever the consumer asked for (cxgb4 and irdma raise it too),
+        // or the RTR draws the TERMINATE for an exceeded IRD.
         if let Some(rtr) = rtr_type {
             ird = ird.max(rtr.read_credits());
         }

@@ -83,8 +83,8 @@ impl Offer {
         if let Some(io) = peer.ird_ord {
             ord = ord.min(u32::from(io.ird));
             // RFC 6581: the responder's ORD may exceed the IRD we
-            // offered: raise ours (the IRQ is sized when the QP enters
-            // RTS; more than the device can serve is refused, see
+            // offered: raise ours (the inbound Read queue is sized when the
+            // QP enters RTS; more than the device can serve is refused, see
             // `refusal`).
             ird = u32::from(io.ord);
         }

@@ -54,7 +54,7 @@ struct Progress {
 
 /// The details of one CM id rsiw holds.
 #[pin_data]
-pub struct CmDetails {
+pub(crate) struct CmDetails {
     role: Role,
     /// Updated under the endpoint's phase lock; read by the dump alone.
     #[pin]

@@ -59,7 +59,7 @@ pub(super) struct Terms {
     /// The payload cap of the large FPDUs we send (the device's
     /// `mpa_max_fpdu` when the exchange started).
     pub(super) max_fpdu: u32,
-    /// The connection's IRD (the QP's IRQ is sized for it).
+    /// The connection's IRD (the QP's inbound Read queue is sized for it).
     pub(super) ird: u32,
     /// The connection's ORD.
     pub(super) ord: u32,
@@ -128,7 +128,7 @@ pub(super) fn establish(cep: &Arc<Cep>, qp: &Arc<Qp>, sock: Socket, id: CmId, t:
                 Rtr::None | Rtr::Send => TxHold::None,
             },
             cep: cep.clone(),
-            id,
+            _id: id,
         },
         GFP_KERNEL,
     )?;

@@ -64,7 +64,7 @@ impl Slots {
 
 /// The CM ids rsiw holds on a device, with their details.
 #[pin_data]
-pub struct CmIds {
+pub(crate) struct CmIds {
     /// Taken alone, or under an endpoint's phase lock (an id may be let go
     /// in any context: irqsave).
     #[pin]
@@ -73,7 +73,7 @@ pub struct CmIds {
 
 impl CmIds {
     /// No id.
-    pub fn new() -> impl PinInit<Self> {
+    pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             slots <- crate::new_spinlock_irq!(Slots(KVec::new()), "rsiw::CmIds::slots"),
         })
@@ -81,7 +81,7 @@ impl CmIds {
 
     /// Adds the details of the id `key` names to its resource entry `d`;
     /// nothing for an id rsiw does not hold.
-    pub fn fill(&self, key: CmIdKey, d: &mut ResDetails<'_>) -> Result {
+    pub(crate) fn fill(&self, key: CmIdKey, d: &mut ResDetails<'_>) -> Result {
         // Copied out: the details are read with the registry let go.
         let found = self.slots.lock().find(key);
         match found {

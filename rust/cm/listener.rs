@@ -26,7 +26,7 @@ use super::Cep;
 
 /// A listening socket and the CM id it serves.
 #[pin_data]
-pub struct Listener {
+pub(crate) struct Listener {
     sock: Socket,
     /// The listening CM id, which gets the connect requests.
     pub(super) id: HeldId,

@@ -72,7 +72,7 @@ impl Entries {
 /// The device's responder endpoints awaiting their Request or the CM's
 /// answer (see the module).
 #[pin_data]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Taken alone, or under an endpoint's phase lock (a leaf: see
     /// [`crate::cm`]); process context only.
     #[pin]
@@ -81,7 +81,7 @@ pub struct Pending {
 
 impl Pending {
     /// No endpoint.
-    pub fn new() -> impl PinInit<Self> {
+    pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             entries <- new_mutex!(
                 Entries {
@@ -154,7 +154,7 @@ impl Pending {
 
     /// The device goes: nothing is entered any more, and every endpoint
     /// closes (those whose Request came are refused).
-    pub fn close_all(&self) {
+    pub(crate) fn close_all(&self) {
         self.entries.lock().closed = true;
         self.close_where(|_| true);
     }

@@ -34,17 +34,17 @@ use crate::wire::error::{DdpError, ProtocolError, RdmapError};
 // IB access flags (`enum ib_access_flags`).
 
 /// Local write.
-pub const LOCAL_WRITE: u32 = 1;
+pub(crate) const LOCAL_WRITE: u32 = 1;
 /// Remote write.
-pub const REMOTE_WRITE: u32 = 2;
+pub(crate) const REMOTE_WRITE: u32 = 2;
 /// Remote read.
-pub const REMOTE_READ: u32 = 4;
+pub(crate) const REMOTE_READ: u32 = 4;
 /// Remote atomic.
-pub const REMOTE_ATOMIC: u32 = 8;
+pub(crate) const REMOTE_ATOMIC: u32 = 8;
 /// Memory window bind.
-pub const MW_BIND: u32 = 16;
+pub(crate) const MW_BIND: u32 = 16;
 /// The flags an iWARP memory object keeps.
-pub const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
+pub(crate) const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
 
 /// Why a memory reference was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,8 +67,8 @@ pub(crate) enum MemFault {
 /// The completion status of a work request whose local memory (an SGE,
 /// the sink of a Read) was refused.
 impl From<MemFault> for Status {
-    fn from(f: MemFault) -> Self {
-        match f {
+    fn from(fault: MemFault) -> Self {
+        match fault {
             MemFault::Bounds | MemFault::Wrap => Self::LocLenErr,
             MemFault::Access => Self::LocAccessErr,
             MemFault::Stag | MemFault::Pd | MemFault::Copy => Self::LocProtErr,
@@ -255,8 +255,8 @@ pub(crate) enum InvalFault {
 }
 
 impl From<InvalidateError> for InvalFault {
-    fn from(e: InvalidateError) -> Self {
-        match e {
+    fn from(err: InvalidateError) -> Self {
+        match err {
             InvalidateError::Stale => Self::Stag,
             InvalidateError::Busy => Self::Busy,
         }
@@ -266,8 +266,8 @@ impl From<InvalidateError> for InvalFault {
 /// The RDMAP TERMINATE error of a Send with Invalidate whose STag could
 /// not be invalidated.
 impl From<InvalFault> for RdmapError {
-    fn from(f: InvalFault) -> Self {
-        match f {
+    fn from(fault: InvalFault) -> Self {
+        match fault {
             InvalFault::Pd => Self::ProtectionCannotInvalidate,
             InvalFault::Stag | InvalFault::Busy => Self::OperationCannotInvalidate,
         }
@@ -275,8 +275,8 @@ impl From<InvalFault> for RdmapError {
 }
 
 impl From<MemFault> for InvalFault {
-    fn from(f: MemFault) -> Self {
-        match f {
+    fn from(fault: MemFault) -> Self {
+        match fault {
             MemFault::Pd => Self::Pd,
             _ => Self::Stag,
         }
@@ -311,23 +311,23 @@ pub(crate) fn invalidate_wait(
 
 /// Kernel address and contiguous length of `addr` in a fast-registration
 /// page list.
-fn pbl_addr(mem: &Mem, p: &SpinLockIrq<Pbl>, addr: u64) -> Result<(u64, u64)> {
-    let pbl = p.lock();
-    let ps = u64::from(pbl.page_size);
-    if ps == 0 {
+fn pbl_addr(mem: &Mem, list: &SpinLockIrq<Pbl>, addr: u64) -> Result<(u64, u64)> {
+    let pbl = list.lock();
+    let page_size = u64::from(pbl.page_size);
+    if page_size == 0 {
         return Err(EFAULT);
     }
     let va = mem.va.get();
-    let pos = (va % ps)
+    let pos = (va % page_size)
         .checked_add(addr.checked_sub(va).ok_or(EFAULT)?)
         .ok_or(EFAULT)?;
-    let idx = usize::try_from(pos / ps).map_err(|_| EFAULT)?;
-    if idx >= pbl.n {
+    let idx = usize::try_from(pos / page_size).map_err(|_| EFAULT)?;
+    if idx >= pbl.used {
         return Err(EFAULT);
     }
     let page = *pbl.pages.get(idx).ok_or(EFAULT)?;
-    let in_pg = pos % ps;
-    Ok((page.checked_add(in_pg).ok_or(EFAULT)?, ps - in_pg))
+    let in_pg = pos % page_size;
+    Ok((page.checked_add(in_pg).ok_or(EFAULT)?, page_size - in_pg))
 }
 
 /// A contiguous read-only piece of `mem` starting at `addr`, at most `max`
@@ -337,15 +337,15 @@ fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
         return Ok(&[]);
     }
     match &mem.kind {
-        MemKind::User(u) => {
+        MemKind::User(umem) => {
             let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
-            u.slice(usize::try_from(off).map_err(|_| EFAULT)?, max as usize)
+            umem.slice(usize::try_from(off).map_err(|_| EFAULT)?, max as usize)
         }
         MemKind::Dma => kernel_slice(mem, addr, max as usize),
-        MemKind::Pbl(p) => {
-            let (ka, room) = pbl_addr(mem, p, addr)?;
-            let n = u64::from(max).min(room) as usize;
-            kernel_slice(mem, ka, n)
+        MemKind::Pbl(pbl) => {
+            let (kernel_addr, room) = pbl_addr(mem, pbl, addr)?;
+            let len = u64::from(max).min(room) as usize;
+            kernel_slice(mem, kernel_addr, len)
         }
     }
 }
@@ -356,10 +356,10 @@ fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
         return Ok(());
     }
     match &mem.kind {
-        MemKind::User(u) => {
+        MemKind::User(umem) => {
             let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
             let off = usize::try_from(off).map_err(|_| EFAULT)?;
-            u.with_range(off, data.len(), |dst, pos| {
+            umem.with_range(off, data.len(), |dst, pos| {
                 let src = pos
                     .checked_add(dst.len())
                     .and_then(|end| data.get(pos..end))
@@ -369,15 +369,15 @@ fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
             })
         }
         MemKind::Dma => kernel_write(addr, data),
-        MemKind::Pbl(p) => {
+        MemKind::Pbl(pbl) => {
             let mut done = 0usize;
             while done < data.len() {
-                let a = addr.checked_add(done as u64).ok_or(EFAULT)?;
-                let (ka, room) = pbl_addr(mem, p, a)?;
-                let n = ((data.len() - done) as u64).min(room) as usize;
-                let src = data.get(done..done + n).ok_or(EFAULT)?;
-                kernel_write(ka, src)?;
-                done += n;
+                let piece_addr = addr.checked_add(done as u64).ok_or(EFAULT)?;
+                let (kernel_addr, room) = pbl_addr(mem, pbl, piece_addr)?;
+                let len = ((data.len() - done) as u64).min(room) as usize;
+                let src = data.get(done..done + len).ok_or(EFAULT)?;
+                kernel_write(kernel_addr, src)?;
+                done += len;
             }
             Ok(())
         }

@@ -75,7 +75,7 @@ fn add_since(v: &mut Values, now: &Values, base: &Values) {
 }
 
 /// The counter sets of a device (behind its `counters` mutex).
-pub struct Counters {
+pub(crate) struct Counters {
     /// The live sets (one that went leaves a free slot).
     sets: KVec<Option<Set>>,
     /// What the sets that are gone counted.
@@ -86,7 +86,7 @@ pub struct Counters {
 
 impl Counters {
     /// No set.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             sets: KVec::new(),
             gone: [0; stats::PER_QP],
@@ -96,7 +96,7 @@ impl Counters {
 
     /// Binds `qp` to set `id`, or to a new set when `id` is 0; returns the
     /// set's id. `EINVAL` for an unknown set or a QP bound already.
-    pub fn bind(&mut self, id: u32, qp: &Arc<Qp>) -> Result<u32> {
+    pub(crate) fn bind(&mut self, id: u32, qp: &Arc<Qp>) -> Result<u32> {
         if self.sets.iter().flatten().any(|s| s.has(qp)) {
             return Err(EINVAL);
         }
@@ -141,7 +141,7 @@ impl Counters {
     }
 
     /// Unbinds `qp` from set `id`; the set keeps what the QP counted.
-    pub fn unbind(&mut self, id: u32, qp: &Arc<Qp>) -> Result {
+    pub(crate) fn unbind(&mut self, id: u32, qp: &Arc<Qp>) -> Result {
         let set = self.set(id)?;
         let slot = set
             .qps
@@ -155,7 +155,7 @@ impl Counters {
     }
 
     /// Set `id` goes; what it counted now counts with the device's.
-    pub fn dealloc(&mut self, id: u32) {
+    pub(crate) fn dealloc(&mut self, id: u32) {
         let zero = [0; stats::PER_QP];
         let slot = self
             .sets
@@ -167,7 +167,7 @@ impl Counters {
     }
 
     /// The values of set `id` (`out`: at most [`stats::PER_QP`] slots).
-    pub fn read(&mut self, id: u32, out: &mut [u64]) -> Result {
+    pub(crate) fn read(&mut self, id: u32, out: &mut [u64]) -> Result {
         let v = self.set(id)?.values();
         for (o, v) in out.iter_mut().zip(v) {
             *o = v;
@@ -176,7 +176,7 @@ impl Counters {
     }
 
     /// What every set, live or gone, counted.
-    pub fn attributed(&self) -> Values {
+    pub(crate) fn attributed(&self) -> Values {
         let zero = [0; stats::PER_QP];
         let mut v = self.gone;
         for s in self.sets.iter().flatten() {

@@ -7,11 +7,11 @@
 use kernel::{new_mutex, prelude::*, sync::Arc, workqueue::new_work};
 
 use super::details::LastTerm;
-use super::orq::{Irq, Orq};
+use super::reads::{InboundReads, OutboundReads};
 use super::rx::RxState;
 use super::tx::TxState;
 use super::{LockFree, Qp, QpCaps, QpInner};
-use crate::base::{limits, stats::Stats, Kind, Quota, Quotas, Rsiw};
+use crate::base::{limits, stats::Stats, Kind, Quota, Quotas, RsiwDriver};
 use crate::cq::Cq;
 use crate::kif::compat::xarray::XArray;
 use crate::kif::{
@@ -66,7 +66,7 @@ struct Queues {
 impl Queues {
     /// Allocates the rings `a` asks for (no RQ with an SRQ) and maps them
     /// for user space.
-    fn new(a: &CreateQp<'_, Rsiw>) -> Result<Self> {
+    fn new(a: &CreateQp<'_, RsiwDriver>) -> Result<Self> {
         let i = a.init;
         let user = a.user.is_some();
         let sq = Ring::<Sqe>::new(i.max_send_wr, 0, user)?;
@@ -107,12 +107,12 @@ impl Qp {
     /// Creates an RC QP and gives it a number in `qps` (the device's QP
     /// table); `mem_xa` and `stats` are the device's, the QP's data path
     /// uses them.
-    pub fn create(
+    pub(crate) fn create(
         qps: &XArray<Qp>,
         quotas: &Arc<Quotas>,
         mem_xa: &mem::Table,
         stats: &Arc<Stats>,
-        a: CreateQp<'_, Rsiw>,
+        a: CreateQp<'_, RsiwDriver>,
     ) -> Result<(Arc<Self>, u32)> {
         let i = a.init;
         if i.create_flags != 0 {
@@ -127,7 +127,7 @@ impl Qp {
         qps: &XArray<Qp>,
         mem_xa: &mem::Table,
         stats: &Arc<Stats>,
-        mut a: CreateQp<'_, Rsiw>,
+        mut a: CreateQp<'_, RsiwDriver>,
         quota: Quota,
     ) -> Result<(Arc<Self>, u32)> {
         check(&a.init)?;
@@ -153,7 +153,7 @@ impl Qp {
     /// The initialiser of a new QP (Idle, no number yet) with the queues
     /// `q`; every lock gets its name (see the lock order in [`super`]).
     fn new(
-        a: &CreateQp<'_, Rsiw>,
+        a: &CreateQp<'_, RsiwDriver>,
         q: Queues,
         scq: Arc<Cq>,
         mem_xa: &mem::Table,
@@ -189,8 +189,8 @@ impl Qp {
             conn <- crate::new_spinlock_irq!(None, "rsiw::Qp::conn"),
             rx <- crate::new_spinlock_irq!(RxState::new(), "rsiw::Qp::rx"),
             tx <- new_mutex!(TxState::new(), "rsiw::Qp::tx"),
-            orq <- crate::new_spinlock_irq!(Orq::new(), "rsiw::Qp::orq"),
-            irq <- crate::new_spinlock_irq!(Irq::new(), "rsiw::Qp::irq"),
+            outbound_reads <- crate::new_spinlock_irq!(OutboundReads::new(), "rsiw::Qp::outbound_reads"),
+            inbound_reads <- crate::new_spinlock_irq!(InboundReads::new(), "rsiw::Qp::inbound_reads"),
             last_term: LastTerm::new(),
             tx_work <- new_work!("rsiw::qp_tx"),
             _quota: quota,

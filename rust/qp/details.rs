@@ -14,12 +14,12 @@ use crate::wire::error::TermCode;
 
 /// FPDUs and payload octets of one direction of a QP's stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     /// FPDUs.
-    pub fpdus: u64,
+    pub(crate) fpdus: u64,
     /// Payload octets (DDP segment payload, headers and MPA framing not
     /// counted).
-    pub payload: u64,
+    pub(crate) payload: u64,
 }
 
 impl Traffic {
@@ -79,7 +79,7 @@ impl Qp {
     /// The QP's own counts of the first [`stats::PER_QP`] device counters
     /// (in their order: FPDUs and payload octets sent, then received), for
     /// the per-QP counters of `rdma statistic qp`.
-    pub fn traffic(&self) -> [u64; stats::PER_QP] {
+    pub(crate) fn traffic(&self) -> [u64; stats::PER_QP] {
         let tx = self.tx.lock().sent();
         let rx = self.rx.lock().received();
         [tx.fpdus, tx.payload, rx.fpdus, rx.payload]
@@ -89,7 +89,7 @@ impl Qp {
     /// connection, what MPA negotiated (revision, CRC, markers each way,
     /// the largest ULPDU sent, large FPDUs, peer-to-peer); the FPDUs and
     /// payload octets sent and received; the last TERMINATE.
-    pub fn fill_details(&self, d: &mut ResDetails<'_>) -> Result {
+    pub(crate) fn fill_details(&self, d: &mut ResDetails<'_>) -> Result {
         let (ird, ord) = self.inner.lock().rd_limits();
         d.u32(c_str!("ird"), ird)?;
         d.u32(c_str!("ord"), ord)?;

@@ -11,7 +11,7 @@
 use kernel::prelude::*;
 
 use super::lockfree::LockFree;
-use super::orq::WrRef;
+use super::reads::WrRef;
 use super::QpState;
 use crate::kif::{
     rdma::wr::RecvWr,

@@ -13,7 +13,7 @@
 //! | number | [`LockFree::set_id`], once, right after creation | never | Release / Acquire |
 //! | state | [`LockFree::publish_state`], from `QpInner::set_state` only | (a copy) | Release / Acquire |
 //! | receiving | [`LockFree::start_receiving`] | never | Release / Acquire |
-//! | IRQ work | [`LockFree::note_irq_queued`] (receive side, transmit side) | [`LockFree::take_irq_queued`] (transmit side), [`LockFree::new_connection`] | Release / AcqRel |
+//! | inbound Read work | [`LockFree::note_inbound_reads_queued`] (receive side, transmit side) | [`LockFree::take_inbound_reads_queued`] (transmit side), [`LockFree::new_connection`] | Release / AcqRel |
 //! | TCP closed | [`LockFree::note_llp_closed`] (any context) | [`LockFree::take_llp_closed`] (transmit side), [`LockFree::new_connection`] | Release / AcqRel |
 //! | sending held | [`LockFree::hold_tx`] (start of receiving) | [`LockFree::release_tx`] (receive side) | Release / Acquire, AcqRel |
 //! | received | [`LockFree::note_received`] (receive side) | [`LockFree::take_received`] (doorbell) | Relaxed |
@@ -35,10 +35,10 @@
 //!   out of TCP. One value carries both, stored (Release) after the
 //!   receive state was set up under its lock, loaded (Acquire) by every
 //!   upcall: a started receive side is seen with its CRC mode.
-//! - **IRQ work**: a Read Request or a TERMINATE was queued in the QP's
-//!   `Irq` (raised by [`Irq`](super::orq::Irq)'s methods, under its lock,
-//!   with what they queued): the transmit function takes the `irq` lock
-//!   only when it is set, once or twice per message. Taking it is a load
+//! - **Inbound Read work**: a Read Request or a TERMINATE was queued in the
+//!   QP's [`InboundReads`](super::reads::InboundReads) (raised by its
+//!   methods, under its lock, with what they queued): the transmit
+//!   function takes the `inbound_reads` lock only when it is set, once or twice per message. Taking it is a load
 //!   and, only when set, a swap (no read-modify-write in the common case);
 //!   the transmit side raises it again under the lock when it left work
 //!   in the queue, so no queued entry is forgotten: an entry queued after
@@ -107,8 +107,8 @@ pub(crate) struct LockFree {
     state: AtomicU8,
     /// `RX_OFF`, `RX_PLAIN` or `RX_VERIFY`.
     rx_mode: AtomicU8,
-    /// A Read Request or a TERMINATE was queued in the `Irq`.
-    irq_queued: AtomicBool,
+    /// A Read Request or a TERMINATE was queued in `InboundReads`.
+    inbound_reads_queued: AtomicBool,
     /// The TCP connection closed (the transmit side reports it).
     llp_closed: AtomicBool,
     /// Nothing but a TERMINATE may be sent yet.
@@ -126,7 +126,7 @@ impl LockFree {
             id: AtomicU32::new(0),
             state: AtomicU8::new(QpState::Idle as u8),
             rx_mode: AtomicU8::new(RX_OFF),
-            irq_queued: AtomicBool::new(false),
+            inbound_reads_queued: AtomicBool::new(false),
             llp_closed: AtomicBool::new(false),
             tx_held: AtomicBool::new(false),
             rx_seen: AtomicBool::new(false),
@@ -172,17 +172,18 @@ impl LockFree {
         }
     }
 
-    /// A Read Request or a TERMINATE was queued in the `Irq` (called by
-    /// its methods, under its lock): the transmit side is to look there.
-    pub(super) fn note_irq_queued(&self) {
-        self.irq_queued.store(true, Ordering::Release);
+    /// A Read Request or a TERMINATE was queued in `InboundReads` (called
+    /// by its methods, under its lock): the transmit side is to look there.
+    pub(super) fn note_inbound_reads_queued(&self) {
+        self.inbound_reads_queued.store(true, Ordering::Release);
     }
 
-    /// Transmit side: whether something was queued in the `Irq` since the
-    /// last look (which the caller then takes; it raises the flag again
-    /// if it leaves work there).
-    pub(super) fn take_irq_queued(&self) -> bool {
-        self.irq_queued.load(Ordering::Acquire) && self.irq_queued.swap(false, Ordering::AcqRel)
+    /// Transmit side: whether something was queued in `InboundReads`
+    /// since the last look (which the caller then takes; it raises the flag
+    /// again if it leaves work there).
+    pub(super) fn take_inbound_reads_queued(&self) -> bool {
+        self.inbound_reads_queued.load(Ordering::Acquire)
+            && self.inbound_reads_queued.swap(false, Ordering::AcqRel)
     }
 
     /// The TCP connection closed or the stream died (any context): the
@@ -198,10 +199,10 @@ impl LockFree {
     }
 
     /// A new connection's transmit side: no close seen, nothing queued in
-    /// the `Irq` (its queues were just emptied).
+    /// `InboundReads` (its queues were just emptied).
     pub(super) fn new_connection(&self) {
         self.llp_closed.store(false, Ordering::Release);
-        self.irq_queued.store(false, Ordering::Release);
+        self.inbound_reads_queued.store(false, Ordering::Release);
     }
 
     /// Starts a connection with sending held until the peer's first FPDU

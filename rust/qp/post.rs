@@ -8,7 +8,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::{tx, Qp};
-use crate::base::{stats::Counter, Rsiw};
+use crate::base::{stats::Counter, RsiwDriver};
 use crate::kif::{
     rdma::wr::{RecvWrs, SendKind, SendWr, SendWrs},
     siw::{Cqe, Opcode, Rqe, Sqe, Status, WqeFlags},
@@ -17,7 +17,7 @@ use crate::mem::access;
 use crate::state::qp::Post;
 
 /// The send queue opcode of a work request.
-fn opcode(kind: &SendKind<Rsiw>) -> Opcode {
+fn opcode(kind: &SendKind<RsiwDriver>) -> Opcode {
     match kind {
         SendKind::Send { invalidate: None } => Opcode::Send,
         SendKind::Send {
@@ -40,7 +40,7 @@ fn opcode(kind: &SendKind<Rsiw>) -> Opcode {
 /// The send queue element of a kernel consumer's work request with at
 /// most `max_sge` SGEs (`EINVAL` for more, and for a Read without exactly
 /// one sink SGE).
-fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
+fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
     if wr.num_sge > max_sge as usize {
         return Err(EINVAL);
     }
@@ -88,7 +88,7 @@ fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
             iova,
             length,
         } => {
-            sqe.raddr = crate::kif::rdma::with_mr::<Rsiw, _>(mr, |m| m.mem.index() as u64);
+            sqe.raddr = crate::kif::rdma::with_mr::<RsiwDriver, _>(mr, |m| m.mem.index() as u64);
             sqe.rkey = key;
             sqe.access = (acc & access::IWARP_MASK) as u64;
             // The region as the request sees it (see `tx::sq::reg_mr`). In
@@ -110,7 +110,7 @@ fn sqe_of(wr: &SendWr<Rsiw>, max_sge: u32) -> Result<Sqe> {
 impl Qp {
     /// Posts send work requests. Kernel consumers pass a list; user space
     /// rings the doorbell with an empty one.
-    pub fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, Rsiw>) -> Result {
+    pub(crate) fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, RsiwDriver>) -> Result {
         if !self.kernel {
             if !wrs.is_empty() {
                 return Err(EINVAL);
@@ -181,7 +181,7 @@ impl Qp {
 
     /// Completes kernel send work requests of a QP in error with flush
     /// errors (`ib_drain_sq`).
-    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_, Rsiw>) -> Result {
+    fn flush_send_wrs(&self, wrs: &mut SendWrs<'_, RsiwDriver>) -> Result {
         for wr in wrs {
             let wr = wr?;
             let c = Cqe {
@@ -199,7 +199,7 @@ impl Qp {
     }
 
     /// Posts kernel receive work requests.
-    pub fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
+    pub(crate) fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
         let Some(rq) = &self.rq else {
             return Err(EINVAL);
         };

@@ -35,7 +35,7 @@ mod msg;
 mod sink;
 mod state;
 
-pub use state::RxState;
+pub(crate) use state::RxState;
 
 /// Feeds received octets to the QP's deframer; everything to do
 /// afterwards is added to `act`.
@@ -66,8 +66,8 @@ fn receive(qp: &Qp, rx: &mut SockRx<'_>, how: Receiving, act: &mut Actions) {
     } else {
         usize::MAX
     };
-    let _ = rx.pull_at_most(limit, &mut |b| {
-        feed(qp, b, act);
+    let _ = rx.pull_at_most(limit, &mut |chunk| {
+        feed(qp, chunk, act);
         Ok(())
     });
     if limit != usize::MAX {
@@ -115,7 +115,7 @@ fn on_llp_close(qp: &Arc<Qp>) {
 /// connection.
 pub(super) fn llp_closed(qp: &Arc<Qp>) {
     match qp.conn() {
-        Some(c) => c.cep.clone().close(true),
+        Some(conn) => conn.cep.clone().close(true),
         None => qp.set_error(),
     }
 }
@@ -123,8 +123,8 @@ pub(super) fn llp_closed(qp: &Arc<Qp>) {
 /// Completes the receive in progress with a flush error (the QP is going
 /// to error). Called by [`Qp::flush_rq`].
 pub(super) fn flush_active(qp: &Qp) {
-    let m = qp.rx.lock().flush_active();
-    if let Some((rqe, _, status)) = m {
+    let active = qp.rx.lock().flush_active();
+    if let Some((rqe, _, status)) = active {
         let status = if status != Status::Success {
             status
         } else {
@@ -157,7 +157,7 @@ pub(crate) fn start(qp: &Arc<Qp>) -> Result {
         Receiving::Plain
     };
     let mut act = Actions::default();
-    let r = conn.sock.with_rx(|rx| receive(qp, rx, how, &mut act));
+    let result = conn.sock.with_rx(|rx| receive(qp, rx, how, &mut act));
     act.run(qp.as_arc_borrow());
     // A peer that closes right after the MPA exchange may do so while the
     // socket has no callbacks (between the endpoint's and the QP's) or
@@ -166,5 +166,5 @@ pub(crate) fn start(qp: &Arc<Qp>) -> Result {
     if matches!(conn.sock.state(), TcpState::Closed | TcpState::CloseWait) {
         on_llp_close(qp);
     }
-    r
+    result
 }

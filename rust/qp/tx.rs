@@ -11,9 +11,9 @@
 //! work item (kernel consumers, a streaming application, a full TCP send
 //! buffer, the receive side's wake-ups). It takes the next job in this
 //! order: a pending TERMINATE, the peer-to-peer RTR, queued Read
-//! Responses (IRQ), then the send queue in order. The jobs are built by
-//! [`sq`] (the send queue's work requests) and [`read`] (Read Requests
-//! and Read Responses) into the [`TxState`] behind the QP's transmit
+//! Responses (the inbound Read queue), then the send queue in order. The jobs
+//! are built by [`sq`] (the send queue's work requests) and [`read`] (Read
+//! Requests and Read Responses) into the [`TxState`] behind the QP's transmit
 //! lock; [`emit`] frames and sends them, with the wire core's
 //! [`txstream`](crate::wire::txstream) deciding which FPDUs go into one
 //! call and what a partial send means.
@@ -21,9 +21,9 @@
 //! A Send or Write is the "active" work request while it is sent (kept
 //! in the QP so that a flush from any context can complete it) and
 //! completes when its last octet went to TCP; an RDMA Read moves to the
-//! [`Orq`](super::orq::Orq) before its Read Request is sent and completes
-//! when the Read Response arrives. Local operations (invalidate, fast
-//! registration) complete at once.
+//! [`OutboundReads`](super::reads::OutboundReads) before its Read Request is
+//! sent and completes when the Read Response arrives. Local operations
+//! (invalidate, fast registration) complete at once.
 
 use kernel::{
     prelude::*,
@@ -35,7 +35,7 @@ use kernel::{
 
 use self::emit::Sent;
 use self::job::{Job, Kind};
-use super::orq::{Fifo, IrqEntry, TermMsg, TERM_MAX};
+use super::reads::{Fifo, InboundRead, TermMsg, TERM_MAX};
 use super::{Conn, Qp, QpState};
 use crate::base::limits;
 use crate::base::stats::Counter;
@@ -55,7 +55,7 @@ mod read;
 mod sq;
 mod state;
 
-pub use state::TxState;
+pub(crate) use state::TxState;
 
 /// Largest message whose doorbell may hand the transmission to a worker
 /// on another CPU (see `Qp::post_send`).
@@ -65,22 +65,22 @@ const HANDOFF_MAX: u32 = 16 * 1024;
 const MAX_ROUNDS: u32 = 64;
 
 /// Prepares transmission on a connection that just entered RTS: sizes the
-/// ORQ and IRQ from the negotiated ORD/IRD and resets the stream state.
+/// Read queues from the negotiated ORD/IRD and resets the stream state.
 pub(super) fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
     let (ird, ord) = qp.inner.lock().rd_limits();
     pr_debug!("QP {}: IRD {} ORD {}\n", qp.id(), ird, ord);
     let ird = ird.min(limits::MAX_IRD) as usize;
     let ord = ord.min(limits::MAX_ORD) as usize;
-    let o = Fifo::with_capacity(ord)?;
-    let r = Fifo::with_capacity(ird)?;
+    let outbound = Fifo::with_capacity(ord)?;
+    let inbound = Fifo::with_capacity(ird)?;
     qp.tx.lock().start(conn.clone());
-    let old_o = qp.orq.lock().restart(o);
+    let old_outbound = qp.outbound_reads.lock().restart(outbound);
     // A new connection has no work request in transmission.
     let _ = qp.inner.lock().take_active();
-    let old_r = qp.irq.lock().restart(r);
+    let old_inbound = qp.inbound_reads.lock().restart(inbound);
     qp.lockfree.new_connection();
-    drop(old_o);
-    drop(old_r);
+    drop(old_outbound);
+    drop(old_inbound);
     Ok(())
 }
 
@@ -91,12 +91,12 @@ pub(super) fn kick(qp: &Arc<Qp>) {
 
 /// Completes every outstanding RDMA Read with a flush error (the QP is
 /// going to error). Called by [`Qp::flush_sq`].
-pub(super) fn flush_orq(qp: &Qp) {
+pub(super) fn flush_outbound_reads(qp: &Qp) {
     flush_active_wr(qp);
     loop {
-        let e = qp.orq.lock().pop();
-        let Some(e) = e else { break };
-        if qp.complete_wr(e.wr(), 0, Status::WrFlushErr).is_err() {
+        let read = qp.outbound_reads.lock().pop();
+        let Some(read) = read else { break };
+        if qp.complete_wr(read.wr(), 0, Status::WrFlushErr).is_err() {
             break;
         }
     }
@@ -136,16 +136,16 @@ pub(super) fn queue_terminate(
     if !qp.enter_terminate() {
         return false;
     }
-    let mut t = TermMsg {
+    let mut term = TermMsg {
         buf: [0; TERM_MAX],
         len: 0,
     };
     // siw sends MSN 1 on the Terminate queue (one TERMINATE per stream).
-    let Some(n) = build_terminate(err, 1, offending, ddp_seg_len, &mut t.buf) else {
+    let Some(len) = build_terminate(err, 1, offending, ddp_seg_len, &mut term.buf) else {
         return false;
     };
-    t.len = n as u8;
-    if !qp.irq.lock().queue_term(t, &qp.lockfree) {
+    term.len = len as u8;
+    if !qp.inbound_reads.lock().queue_term(term, &qp.lockfree) {
         return false;
     }
     qp.note_terminate(false, err.term_code());
@@ -246,11 +246,11 @@ fn send_rounds(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, mut answe
             }
             Ok(Sent::MemoryGone(fault)) => match memory_gone(qp, tx, fault) {
                 // The TERMINATE goes out in the next round.
-                Some(t) => tx = t,
+                Some(guard) => tx = guard,
                 None => return,
             },
-            Err(e) => {
-                send_failed(qp, tx, e);
+            Err(err) => {
+                send_failed(qp, tx, err);
                 return;
             }
         }
@@ -278,7 +278,7 @@ fn sending_state(qp: &Qp, tx: &TxState) -> QpState {
 /// Whether a TERMINATE is queued or being sent.
 #[inline(never)]
 fn term_pending(qp: &Qp, tx: &TxState) -> bool {
-    tx.job_kind() == Some(Kind::Term) || qp.irq.lock().term_pending()
+    tx.job_kind() == Some(Kind::Term) || qp.inbound_reads.lock().term_pending()
 }
 
 /// Whether another work request waits behind the message in
@@ -303,20 +303,20 @@ fn note_streaming(qp: &Qp, tx: &TxState, answer: &mut bool) {
     if !tx.between_batches() {
         return;
     }
-    let Some(c) = tx.conn() else {
+    let Some(conn) = tx.conn() else {
         return;
     };
-    let small = tx.job_total().is_some_and(|t| t < HANDOFF_MAX);
-    let streaming = !core::mem::take(answer) && small && c.sock.has_unacked();
+    let small = tx.job_total().is_some_and(|total| total < HANDOFF_MAX);
+    let streaming = !core::mem::take(answer) && small && conn.sock.has_unacked();
     qp.lockfree.set_streaming(streaming);
 }
 
 /// Finds the next message to send: a TERMINATE, the RTR, a Read Response,
 /// the send queue.
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
-    let (term, rr) = take_irq_work(qp, state == QpState::Rts && !tx.rtr_pending());
-    if let Some(t) = term {
-        tx.set_job(Job::terminate(t));
+    let (term, request) = take_inbound_reads_work(qp, state == QpState::Rts && !tx.rtr_pending());
+    if let Some(term) = term {
+        tx.set_job(Job::terminate(term));
         return Next::Ready;
     }
     if state != QpState::Rts || qp.lockfree.tx_held() {
@@ -326,20 +326,20 @@ fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
         tx.set_job(Job::rtr());
         return Next::Ready;
     }
-    if let Some(e) = rr {
-        return read::response_job(qp, tx, e);
+    if let Some(request) = request {
+        return read::response_job(qp, tx, request);
     }
     sq::next_job(qp, tx)
 }
 
-/// One look at the IRQ for a TERMINATE and, with `reads`, a Read Request
-/// to answer (only when something was queued since the last look). A Read
-/// Request taken is the IRQ's active response.
-fn take_irq_work(qp: &Qp, reads: bool) -> (Option<TermMsg>, Option<IrqEntry>) {
-    if !qp.lockfree.take_irq_queued() {
+/// One look at the inbound Read queue for a TERMINATE and, with `reads`, a
+/// Read Request to answer (only when something was queued since the last
+/// look). A Read Request taken is the inbound Read queue's active response.
+fn take_inbound_reads_work(qp: &Qp, reads: bool) -> (Option<TermMsg>, Option<InboundRead>) {
+    if !qp.lockfree.take_inbound_reads_queued() {
         return (None, None);
     }
-    qp.irq.lock().take_work(reads, &qp.lockfree)
+    qp.inbound_reads.lock().take_work(reads, &qp.lockfree)
 }
 
 /// Handles a job (of `kind`, `total` octets) whose last octet went to
@@ -358,7 +358,7 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
         }
         Kind::ReadReq | Kind::Rtr => false,
         Kind::ReadResp => {
-            qp.irq.lock().end_response();
+            qp.inbound_reads.lock().end_response();
             false
         }
         Kind::Term => true,
@@ -388,7 +388,7 @@ fn memory_gone<'a>(
     );
     let err: ProtocolError = match tx.end_job() {
         Some((Kind::ReadResp, _)) => {
-            qp.irq.lock().end_response();
+            qp.inbound_reads.lock().end_response();
             fault.read_error().into()
         }
         Some((Kind::Wr, _)) => {
@@ -411,11 +411,11 @@ fn memory_gone<'a>(
 /// TCP refused the message (not for want of room): it fails, the QP goes
 /// to error and the connection is closed.
 #[cold]
-fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, e: Error) {
+fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, err: Error) {
     if tx.end_job().is_some_and(|(kind, _)| kind == Kind::Wr) {
         complete_active_wr(qp, 0, Status::GeneralErr);
     }
-    crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), e);
+    crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), err);
     drop(tx);
     qp.set_error();
     qp.drop_conn();

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A bounded first-in first-out ring whose slots its user allocates: the
-//! shape of the QP's RDMA Read queues, the ORQ of outbound Reads awaiting
-//! their Read Response (at most ORD) and the IRQ of inbound Read Requests
+//! shape of the QP's RDMA Read queues, the outbound one of Reads awaiting
+//! their Read Response (at most ORD) and the inbound one of Read Requests
 //! to answer (at most IRD). The capacity is fixed when the slots are
 //! allocated (when the connection starts and ORD and IRD are known); a
 //! ring without slots takes nothing.

@@ -66,7 +66,7 @@ impl ExpectedMsns {
     #[inline]
     pub fn check(&self, qn: u32, msn: u32) -> Result<(), DdpError> {
         match self.expected(qn) {
-            Some(e) if e == msn => Ok(()),
+            Some(expected) if expected == msn => Ok(()),
             Some(_) => Err(DdpError::UntaggedMsnRange),
             None => Err(DdpError::UntaggedInvalidQn),
         }
@@ -76,8 +76,8 @@ impl ExpectedMsns {
     /// the queue expects the next MSN (modulo 2^32).
     #[inline]
     pub fn advance(&mut self, qn: u32) {
-        if let Some(e) = self.slot(qn).and_then(|i| self.msn.get_mut(i)) {
-            *e = e.wrapping_add(1);
+        if let Some(expected) = self.slot(qn).and_then(|i| self.msn.get_mut(i)) {
+            *expected = expected.wrapping_add(1);
         }
     }
 }
@@ -241,7 +241,7 @@ pub fn scatter<T, E>(
     data: &[u8],
     mut put: impl FnMut(T, u32, &[u8]) -> Result<(), E>,
 ) -> Result<(), ScatterError<E>> {
-    let mut o = mo;
+    let mut at = mo;
     let mut rest = data;
     let mut base = 0u32;
     for (len, piece) in pieces {
@@ -249,13 +249,13 @@ pub fn scatter<T, E>(
             break;
         }
         let end = base.saturating_add(len);
-        if o >= base && o < end {
-            // `o < end`, so `o + k <= end` does not overflow.
-            let k = ((end - o) as usize).min(rest.len());
-            let (now, later) = rest.split_at(k);
-            put(piece, o - base, now).map_err(ScatterError::Put)?;
+        if at >= base && at < end {
+            // `at < end`, so `at + take <= end` does not overflow.
+            let take = ((end - at) as usize).min(rest.len());
+            let (now, later) = rest.split_at(take);
+            put(piece, at - base, now).map_err(ScatterError::Put)?;
             rest = later;
-            o += k as u32;
+            at += take as u32;
         }
         base = end;
     }
@@ -301,10 +301,10 @@ impl HeaderCopy {
     /// Keeps the header `raw` (its first [`MAX_HDR_LEN`] octets).
     #[inline]
     pub fn keep(&mut self, raw: &[u8]) {
-        let n = raw.len().min(MAX_HDR_LEN);
-        if let (Some(d), Some(s)) = (self.raw.get_mut(..n), raw.get(..n)) {
-            d.copy_from_slice(s);
-            self.len = n;
+        let len = raw.len().min(MAX_HDR_LEN);
+        if let (Some(dst), Some(src)) = (self.raw.get_mut(..len), raw.get(..len)) {
+            dst.copy_from_slice(src);
+            self.len = len;
         }
     }
 
@@ -325,13 +325,13 @@ impl HeaderCopy {
     /// header that failed the deframer's own checks and so never reached
     /// the sink).
     pub fn or_rejected(&self, rejected: Option<&[u8]>) -> Self {
-        let mut c = *self;
-        if c.len == 0 {
-            if let Some(h) = rejected {
-                c.keep(h);
+        let mut copy = *self;
+        if copy.len == 0 {
+            if let Some(header) = rejected {
+                copy.keep(header);
             }
         }
-        c
+        copy
     }
 
     /// The header kept, `None` if there is none.

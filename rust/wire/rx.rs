@@ -311,15 +311,15 @@ impl<C: Crc32c> Deframer<C> {
         &self.cfg
     }
 
-    fn feed_crc(&mut self, b: &[u8]) {
+    fn feed_crc(&mut self, bytes: &[u8]) {
         if self.cfg.computes_crc() {
-            self.crc.update(b);
+            self.crc.update(bytes);
         }
     }
 
-    fn fail(&mut self, e: ProtocolError) -> ProtocolError {
-        self.failed = Some(e);
-        e
+    fn fail(&mut self, err: ProtocolError) -> ProtocolError {
+        self.failed = Some(err);
+        err
     }
 
     /// Feeds the next octets of the stream. On error the deframer is
@@ -335,15 +335,15 @@ impl<C: Crc32c> Deframer<C> {
     /// CRC negotiated such a marker must be exact, reserved bits zero and
     /// all 16 FPDUPTR bits, so that no bit flip in it goes undetected.
     pub fn push<S: RxSink>(&mut self, data: &[u8], sink: &mut S) -> Result<(), ProtocolError> {
-        if let Some(e) = self.failed {
-            return Err(e);
+        if let Some(err) = self.failed {
+            return Err(err);
         }
         if self.terminated {
             return Ok(());
         }
         match self.run(data, sink) {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(e)),
+            Err(err) => Err(self.fail(err)),
         }
     }
 
@@ -376,10 +376,10 @@ impl<C: Crc32c> Deframer<C> {
                 } else {
                     self.take_whole_fpdu(data, sink)?
                 };
-                if let Some(n) = whole {
-                    self.off = self.off.wrapping_add(n as u32);
+                if let Some(taken) = whole {
+                    self.off = self.off.wrapping_add(taken as u32);
                     self.verified_off = self.off;
-                    data = data.get(n..).unwrap_or(&[]);
+                    data = data.get(taken..).unwrap_or(&[]);
                     continue;
                 }
             }
@@ -391,22 +391,22 @@ impl<C: Crc32c> Deframer<C> {
             }
             let mut avail = data.len();
             if self.cfg.mode.markers {
-                let d = markers::octets_to_next_marker(self.off) as usize;
-                avail = avail.min(d);
+                let to_marker = markers::octets_to_next_marker(self.off) as usize;
+                avail = avail.min(to_marker);
             }
             let used = match self.phase {
                 Phase::Len => self.take_len(data, sink)?,
                 Phase::Hdr => self.take_hdr(data, avail, sink)?,
                 Phase::Payload => self.take_payload(data, avail, sink)?,
                 Phase::Pad => {
-                    let n = avail.min(self.pad_left as usize);
-                    let b = data.get(..n).unwrap_or(&[]);
-                    self.feed_crc(b);
-                    self.pad_left -= n as u32;
+                    let taken = avail.min(self.pad_left as usize);
+                    let bytes = data.get(..taken).unwrap_or(&[]);
+                    self.feed_crc(bytes);
+                    self.pad_left -= taken as u32;
                     if self.pad_left == 0 {
                         self.phase = Phase::Crc;
                     }
-                    n
+                    taken
                 }
                 Phase::Crc => self.take_crc(data, avail, sink)?,
             };
@@ -505,9 +505,9 @@ impl<C: Crc32c> Deframer<C> {
             self.crc.reset();
             self.crc.update(fpdu.get(..body_end).unwrap_or(&[]));
         }
-        if let Err(e) = self.start_fpdu(len, sink) {
+        if let Err(err) = self.start_fpdu(len, sink) {
             self.hdr = None;
-            return Err(e);
+            return Err(err);
         }
         if let Some(dst) = self.hdr_buf.get_mut(..hdr_need) {
             dst.copy_from_slice(raw);
@@ -523,9 +523,9 @@ impl<C: Crc32c> Deframer<C> {
         let Some(hdr) = &self.hdr else {
             return Ok(None);
         };
-        if let Err(e) = sink.on_header(hdr, raw, plen as u16) {
+        if let Err(err) = sink.on_header(hdr, raw, plen as u16) {
             self.hdr = None;
-            return Err(e);
+            return Err(err);
         }
         if plen > 0 {
             self.phase = Phase::Payload;
@@ -559,12 +559,15 @@ impl<C: Crc32c> Deframer<C> {
             }
         };
         // (by reference: taking the header out would copy it)
-        let (r, term) = match &self.hdr {
-            Some(h) => (sink.on_fpdu_end(h, verdict), h.opcode == Opcode::Terminate),
+        let (result, term) = match &self.hdr {
+            Some(hdr) => (
+                sink.on_fpdu_end(hdr, verdict),
+                hdr.opcode == Opcode::Terminate,
+            ),
             None => (Ok(()), false),
         };
         self.hdr = None;
-        r?;
+        result?;
         if let CrcVerdict::Mismatch { computed, received } = verdict {
             return Err(LlpError::CrcMismatch { computed, received }.into());
         }
@@ -584,22 +587,22 @@ impl<C: Crc32c> Deframer<C> {
             self.begin_fpdu_if_needed();
             self.mk_off = self.off;
         }
-        let n = (4 - usize::from(self.mk_have)).min(data.len());
-        let b = data.get(..n).unwrap_or(&[]);
+        let taken = (4 - usize::from(self.mk_have)).min(data.len());
+        let bytes = data.get(..taken).unwrap_or(&[]);
         let covered = self.marker_crc_covered();
         if covered {
-            self.feed_crc(b);
+            self.feed_crc(bytes);
         }
-        for &x in b {
+        for &x in bytes {
             if let Some(slot) = self.mk_buf.get_mut(usize::from(self.mk_have)) {
                 *slot = x;
             }
             self.mk_have += 1;
         }
-        self.off = self.off.wrapping_add(n as u32);
+        self.off = self.off.wrapping_add(taken as u32);
         if self.mk_have == 4 {
             self.mk_have = 0;
-            let m = markers::decode_marker(self.mk_buf);
+            let marker = markers::decode_marker(self.mk_buf);
             let expected = if self.mk_leading {
                 0
             } else {
@@ -614,19 +617,19 @@ impl<C: Crc32c> Deframer<C> {
             // to the CRC; a marker the CRC does not cover must be exact.
             let exact = self.cfg.mode.crc && !covered;
             let mask = if exact { u16::MAX } else { !3 };
-            if m.fpduptr & mask != expected & mask {
+            if marker.fpduptr & mask != expected & mask {
                 return Err(LlpError::Framing(FramingFault::MarkerMismatch {
                     expected,
-                    received: m.fpduptr,
+                    received: marker.fpduptr,
                 })
                 .into());
             }
-            if (self.cfg.strict_marker_rsvd || exact) && m.reserved != 0 {
+            if (self.cfg.strict_marker_rsvd || exact) && marker.reserved != 0 {
                 return Err(LlpError::Framing(FramingFault::MarkerReserved).into());
             }
-            sink.on_marker(self.mk_off, m);
+            sink.on_marker(self.mk_off, marker);
         }
-        Ok(data.get(n..).unwrap_or(&[]))
+        Ok(data.get(taken..).unwrap_or(&[]))
     }
 
     /// Whether the marker being received is covered by the FPDU's CRC: all
@@ -685,15 +688,15 @@ impl<C: Crc32c> Deframer<C> {
         avail: usize,
         sink: &mut S,
     ) -> Result<usize, ProtocolError> {
-        let n = avail.min(self.hdr_need.saturating_sub(self.hdr_have));
-        let b = data.get(..n).unwrap_or(&[]);
-        self.feed_crc(b);
-        if let Some(dst) = self.hdr_buf.get_mut(self.hdr_have..self.hdr_have + n) {
-            dst.copy_from_slice(b);
+        let taken = avail.min(self.hdr_need.saturating_sub(self.hdr_have));
+        let bytes = data.get(..taken).unwrap_or(&[]);
+        self.feed_crc(bytes);
+        if let Some(dst) = self.hdr_buf.get_mut(self.hdr_have..self.hdr_have + taken) {
+            dst.copy_from_slice(bytes);
         }
-        self.hdr_have += n;
+        self.hdr_have += taken;
         if self.hdr_have < self.hdr_need {
-            return Ok(n);
+            return Ok(taken);
         }
         if self.hdr_need == 2 {
             let ctrl = Control::decode([self.hdr_buf[0], self.hdr_buf[1]]);
@@ -705,7 +708,7 @@ impl<C: Crc32c> Deframer<C> {
                 })
                 .into());
             }
-            return Ok(n);
+            return Ok(taken);
         }
         let raw = self.hdr_buf.get(..self.hdr_need).unwrap_or(&[]);
         let hdr = &*self
@@ -714,12 +717,12 @@ impl<C: Crc32c> Deframer<C> {
         let plen = usize::from(self.ulpdu_len) - self.hdr_need;
         self.payload_len = plen as u32;
         self.payload_done = 0;
-        if let Err(e) = sink.on_header(hdr, raw, plen as u16) {
+        if let Err(err) = sink.on_header(hdr, raw, plen as u16) {
             self.hdr = None;
-            return Err(e);
+            return Err(err);
         }
         self.after_payload_check();
-        Ok(n)
+        Ok(taken)
     }
 
     fn after_payload_check(&mut self) {
@@ -742,16 +745,16 @@ impl<C: Crc32c> Deframer<C> {
         sink: &mut S,
     ) -> Result<usize, ProtocolError> {
         let left = (self.payload_len - self.payload_done) as usize;
-        let n = avail.min(left);
-        let b = data.get(..n).unwrap_or(&[]);
-        self.feed_crc(b);
+        let taken = avail.min(left);
+        let bytes = data.get(..taken).unwrap_or(&[]);
+        self.feed_crc(bytes);
         let at = self.payload_done;
-        self.payload_done += n as u32;
+        self.payload_done += taken as u32;
         if !self.cfg.mpa_only {
-            sink.on_payload(at, b)?;
+            sink.on_payload(at, bytes)?;
         }
         self.after_payload_check();
-        Ok(n)
+        Ok(taken)
     }
 
     fn take_crc<S: RxSink>(
@@ -763,18 +766,18 @@ impl<C: Crc32c> Deframer<C> {
         if self.crc_have == 0 {
             self.crc_value = self.crc.finalize();
         }
-        let n = avail.min(4 - usize::from(self.crc_have));
-        let b = data.get(..n).unwrap_or(&[]);
-        for &x in b {
+        let taken = avail.min(4 - usize::from(self.crc_have));
+        let bytes = data.get(..taken).unwrap_or(&[]);
+        for &x in bytes {
             if let Some(slot) = self.crc_buf.get_mut(usize::from(self.crc_have)) {
                 *slot = x;
             }
             self.crc_have += 1;
         }
         if self.crc_have < 4 {
-            return Ok(n);
+            return Ok(taken);
         }
         self.end_fpdu(sink)?;
-        Ok(n)
+        Ok(taken)
     }
 }

@@ -148,11 +148,11 @@ impl FpduPlan {
             stream_off
         };
         if mode.markers {
-            let m = markers::markers_in_fpdu(stream_off, content);
-            if m > 0 {
+            let count = markers::markers_in_fpdu(stream_off, content);
+            if count > 0 {
                 let last = stream_off
                     .wrapping_add(markers::octets_to_next_marker(stream_off))
-                    .wrapping_add((m - 1) * markers::MARKER_INTERVAL);
+                    .wrapping_add((count - 1) * markers::MARKER_INTERVAL);
                 if markers::fpduptr(last, hdr_off).is_none() {
                     return Err(TxError::MarkerPtrOverflow);
                 }
@@ -208,7 +208,7 @@ impl FpduPlan {
     pub fn pieces(&self) -> Pieces {
         Pieces {
             plan: *self,
-            c: 0,
+            done: 0,
             pos: self.start,
             to_marker: if self.mode.markers {
                 markers::octets_to_next_marker(self.start)
@@ -223,7 +223,8 @@ impl FpduPlan {
 #[derive(Clone, Debug)]
 pub struct Pieces {
     plan: FpduPlan,
-    c: u32,
+    /// Content octets (length field to CRC) already yielded.
+    done: u32,
     pos: u32,
     to_marker: u32,
 }
@@ -232,16 +233,16 @@ impl Iterator for Pieces {
     type Item = TxPiece;
 
     fn next(&mut self) -> Option<TxPiece> {
-        let p = &self.plan;
-        if self.c >= p.content {
+        let plan = &self.plan;
+        if self.done >= plan.content {
             return None;
         }
-        let crc_start = p.content - MPA_CRC_LEN;
+        let crc_start = plan.content - MPA_CRC_LEN;
         if self.to_marker == 0 {
-            let ptr = if self.c == 0 {
+            let ptr = if self.done == 0 {
                 0
             } else {
-                markers::fpduptr(self.pos, p.hdr_off).unwrap_or(0)
+                markers::fpduptr(self.pos, plan.hdr_off).unwrap_or(0)
             };
             self.to_marker = MARKER_PAYLOAD_SPAN;
             self.pos = self.pos.wrapping_add(MARKER_LEN);
@@ -249,65 +250,64 @@ impl Iterator for Pieces {
                 buf: markers::encode_marker(ptr),
                 len: 4,
                 kind: InlineKind::Marker,
-                crc: self.c <= crc_start,
+                crc: self.done <= crc_start,
             }));
         }
-        let hdr_end = MPA_HDR_LEN + p.hdr_len;
-        let pl_end = hdr_end + p.payload_len;
-        let region_end = if self.c < MPA_HDR_LEN {
+        let hdr_end = MPA_HDR_LEN + plan.hdr_len;
+        let pl_end = hdr_end + plan.payload_len;
+        let region_end = if self.done < MPA_HDR_LEN {
             MPA_HDR_LEN
-        } else if self.c < hdr_end {
+        } else if self.done < hdr_end {
             hdr_end
-        } else if self.c < pl_end {
+        } else if self.done < pl_end {
             pl_end
-        } else if self.c < crc_start {
+        } else if self.done < crc_start {
             crc_start
         } else {
-            p.content
+            plan.content
         };
-        let n = (region_end - self.c).min(self.to_marker);
-        let c = self.c;
-        let piece = if c < MPA_HDR_LEN {
-            let l = (p.ulpdu_len as u16).to_be_bytes();
+        let len = (region_end - self.done).min(self.to_marker);
+        let done = self.done;
+        let piece = if done < MPA_HDR_LEN {
+            let field = (plan.ulpdu_len as u16).to_be_bytes();
             let mut buf = [0u8; 4];
-            for (k, i) in (c..c + n).enumerate() {
-                if let (Some(d), Some(s)) = (buf.get_mut(k), l.get(i as usize)) {
-                    *d = *s;
-                }
+            let wanted = field.iter().skip(done as usize).take(len as usize);
+            for (dst, src) in buf.iter_mut().zip(wanted) {
+                *dst = *src;
             }
             TxPiece::Inline(Inline {
                 buf,
-                len: n as u8,
+                len: len as u8,
                 kind: InlineKind::Length,
                 crc: true,
             })
-        } else if c < hdr_end {
+        } else if done < hdr_end {
             TxPiece::Header {
-                start: c - MPA_HDR_LEN,
-                end: c - MPA_HDR_LEN + n,
+                start: done - MPA_HDR_LEN,
+                end: done - MPA_HDR_LEN + len,
             }
-        } else if c < pl_end {
+        } else if done < pl_end {
             TxPiece::Payload {
-                offset: c - hdr_end,
-                len: n,
+                offset: done - hdr_end,
+                len,
             }
-        } else if c < crc_start {
+        } else if done < crc_start {
             TxPiece::Inline(Inline {
                 buf: [0; 4],
-                len: n as u8,
+                len: len as u8,
                 kind: InlineKind::Pad,
                 crc: true,
             })
         } else {
             TxPiece::Crc {
-                start: (c - crc_start) as u8,
-                end: (c - crc_start + n) as u8,
+                start: (done - crc_start) as u8,
+                end: (done - crc_start + len) as u8,
             }
         };
-        self.c += n;
-        self.pos = self.pos.wrapping_add(n);
+        self.done += len;
+        self.pos = self.pos.wrapping_add(len);
         if self.to_marker != u32::MAX {
-            self.to_marker -= n;
+            self.to_marker -= len;
         }
         Some(piece)
     }
@@ -332,12 +332,12 @@ pub fn encode_planned<C: Crc32c>(
         .get_mut(..plan.wire as usize)
         .ok_or(TxError::BufferTooSmall)?;
     crc.reset();
-    let mut w = 0usize;
+    let mut written = 0usize;
     let mut crc_bytes = [0u8; 4];
     let mut crc_done = false;
     for piece in plan.pieces() {
         let src: &[u8] = match piece {
-            TxPiece::Inline(ref i) => i.bytes(),
+            TxPiece::Inline(ref inline) => inline.bytes(),
             TxPiece::Header { start, end } => hdr
                 .get(start as usize..end as usize)
                 .ok_or(TxError::BufferTooSmall)?,
@@ -359,12 +359,12 @@ pub fn encode_planned<C: Crc32c>(
         if plan.mode.crc && piece.crc_covered() {
             crc.update(src);
         }
-        out.get_mut(w..w + src.len())
+        out.get_mut(written..written + src.len())
             .ok_or(TxError::BufferTooSmall)?
             .copy_from_slice(src);
-        w += src.len();
+        written += src.len();
     }
-    Ok(w)
+    Ok(written)
 }
 
 /// Largest trailer of an FPDU without markers: PAD (at most 3) and CRC.
@@ -400,31 +400,31 @@ pub fn frame_plain_head<C: Crc32c>(
     head: &mut [u8],
     tail: &mut [u8; PLAIN_TAIL_MAX],
 ) -> Result<(usize, usize), TxError> {
-    let payload_len: usize = payload.iter().map(|p| p.len()).sum();
+    let payload_len: usize = payload.iter().map(|piece| piece.len()).sum();
     let ulpdu = hdr_len
         .checked_add(payload_len)
         .and_then(|n| u16::try_from(n).ok())
         .ok_or(TxError::UlpduTooLong)?;
     let head_len = MPA_HDR_LEN as usize + hdr_len;
-    let h = head.get_mut(..head_len).ok_or(TxError::BufferTooSmall)?;
-    let len_field = h
+    let head = head.get_mut(..head_len).ok_or(TxError::BufferTooSmall)?;
+    let len_field = head
         .get_mut(..MPA_HDR_LEN as usize)
         .ok_or(TxError::BufferTooSmall)?;
     len_field.copy_from_slice(&ulpdu.to_be_bytes());
     let pad = mpa::pad_len(u32::from(ulpdu)) as usize;
     *tail = [0; PLAIN_TAIL_MAX];
-    if let Some(c) = crc {
-        c.reset();
-        c.update(h);
-        for p in payload {
-            c.update(p);
+    if let Some(crc) = crc {
+        crc.reset();
+        crc.update(head);
+        for piece in payload {
+            crc.update(piece);
         }
         let (pad_bytes, crc_field) = tail.split_at_mut(pad);
-        c.update(pad_bytes);
+        crc.update(pad_bytes);
         crc_field
             .get_mut(..MPA_CRC_LEN as usize)
             .ok_or(TxError::BufferTooSmall)?
-            .copy_from_slice(&crc_to_wire(c.finalize()));
+            .copy_from_slice(&crc_to_wire(crc.finalize()));
     }
     Ok((head_len, pad + MPA_CRC_LEN as usize))
 }
@@ -438,8 +438,8 @@ pub fn encode_fpdu<C: Crc32c>(
     crc: &mut C,
     out: &mut [u8],
 ) -> Result<usize, TxError> {
-    let pl = u32::try_from(payload.len()).map_err(|_| TxError::UlpduTooLong)?;
-    let plan = FpduPlan::new(mode, stream_off, hdr.len(), pl)?;
+    let payload_len = u32::try_from(payload.len()).map_err(|_| TxError::UlpduTooLong)?;
+    let plan = FpduPlan::new(mode, stream_off, hdr.len(), payload_len)?;
     encode_planned(&plan, hdr, payload, crc, out)
 }
 
@@ -466,8 +466,8 @@ impl TxBatch {
     /// The largest payload an FPDU with a `hdr_len` header may carry and
     /// still fit the remaining budget (`None` when nothing fits).
     pub fn max_payload(&self, hdr_len: usize) -> Option<u32> {
-        let u = mpa::max_ulpdu_for_budget(self.mode, self.off, self.left)?;
-        u.checked_sub(u32::try_from(hdr_len).ok()?)
+        let max_ulpdu = mpa::max_ulpdu_for_budget(self.mode, self.off, self.left)?;
+        max_ulpdu.checked_sub(u32::try_from(hdr_len).ok()?)
     }
 
     /// Appends an FPDU; `None` (and no change) when it does not fit.
@@ -528,10 +528,10 @@ impl TxBatch {
             return None;
         }
         let mut probe = *seg;
-        let s = probe.next_segment(cap)?;
-        let plan = self.add(hdr_len, s.len)?;
+        let segment = probe.next_segment(cap)?;
+        let plan = self.add(hdr_len, segment.len)?;
         *seg = probe;
-        Some((s, plan))
+        Some((segment, plan))
     }
 
     /// Stream offset of the next FPDU.

@@ -117,19 +117,19 @@ impl CallCaps {
     /// starts, however many buffers the message has and however the
     /// markers fall.
     fn payload_alone(&self, max: u32, hdr_len: usize, sges: usize, markers: bool) -> u32 {
-        let mut p = max.max(1);
+        let mut payload = max.max(1);
         loop {
-            let m = if markers {
-                worst_markers(hdr_len, p)
+            let marker_count = if markers {
+                worst_markers(hdr_len, payload)
             } else {
                 0
             };
-            let fits = self.fpdu_pieces(p, m, sges) <= self.pieces
-                && fpdu_scratch(hdr_len, m) <= self.scratch;
-            if fits || p == 1 {
-                return p;
+            let fits = self.fpdu_pieces(payload, marker_count, sges) <= self.pieces
+                && fpdu_scratch(hdr_len, marker_count) <= self.scratch;
+            if fits || payload == 1 {
+                return payload;
             }
-            p = p.saturating_sub(MARKER_PAYLOAD_SPAN).max(1);
+            payload = payload.saturating_sub(MARKER_PAYLOAD_SPAN).max(1);
         }
     }
 }
@@ -214,22 +214,22 @@ impl TxPos {
             return None;
         }
         let mut seg = self.seg;
-        seg.next_segment(max_payload).filter(|s| s.last)
+        seg.next_segment(max_payload).filter(|segment| segment.last)
     }
 
     /// Accounts a send call that carried the FPDU of
     /// [`rest_in_one`](Self::rest_in_one), `wire_len` octets without
-    /// markers, of which the transport took `n`.
-    pub fn account_one(&mut self, n: usize, wire_len: usize) -> Taken {
+    /// markers, of which the transport took `took` octets.
+    pub fn account_one(&mut self, took: usize, wire_len: usize) -> Taken {
         let end = BatchEnd {
             off: self.off.wrapping_add(wire_len as u32),
             seg: {
-                let mut s = self.seg;
-                s.next_segment(u32::MAX);
-                s
+                let mut rest = self.seg;
+                rest.next_segment(u32::MAX);
+                rest
             },
         };
-        self.account(n, wire_len, end)
+        self.account(took, wire_len, end)
     }
 
     /// A planner of the next batch from this position: FPDUs of a header
@@ -257,9 +257,9 @@ impl TxPos {
 
     /// Accounts a send call that carried the (rest of the) batch of
     /// `batch_len` octets ending at `end`, of which the transport took
-    /// `n`: the position moves to `end` once all of it was taken.
-    pub fn account(&mut self, n: usize, batch_len: usize, end: BatchEnd) -> Taken {
-        self.sent = self.sent.saturating_add(n);
+    /// `took` octets: the position moves to `end` once all of it was taken.
+    pub fn account(&mut self, took: usize, batch_len: usize, end: BatchEnd) -> Taken {
+        self.sent = self.sent.saturating_add(took);
         if self.sent < batch_len {
             return Taken::Part;
         }
@@ -330,23 +330,25 @@ impl BatchPlanner {
         let (mut batch, mut seg) = (self.batch, self.seg);
         // A large FPDU that the budget left would cut short starts the
         // next call instead.
-        let (sg, plan) = if self.whole {
+        let (segment, plan) = if self.whole {
             batch.next_whole_segment(&mut seg, self.hdr_len, self.max_payload)
         } else {
             batch.next_segment(&mut seg, self.hdr_len, self.max_payload)
         }?;
-        let need_p = self.caps.fpdu_pieces(sg.len, plan.markers(), self.sges);
-        let need_s = fpdu_scratch(self.hdr_len, plan.markers());
-        if pieces.saturating_add(need_p) > self.caps.pieces
-            || scratch.saturating_add(need_s) > self.caps.scratch
+        let need_pieces = self
+            .caps
+            .fpdu_pieces(segment.len, plan.markers(), self.sges);
+        let need_scratch = fpdu_scratch(self.hdr_len, plan.markers());
+        if pieces.saturating_add(need_pieces) > self.caps.pieces
+            || scratch.saturating_add(need_scratch) > self.caps.scratch
         {
             return None;
         }
         self.batch = batch;
         self.seg = seg;
         self.fpdus += 1;
-        self.payload += u64::from(sg.len);
-        Some((sg, plan))
+        self.payload += u64::from(segment.len);
+        Some((segment, plan))
     }
 
     /// Where the batch planned so far leaves the stream and the message.

@@ -78,8 +78,8 @@ impl Actions {
                 }
             }
         }
-        if let Some((e, hdr)) = self.error.take() {
-            wake |= report_error(this, e, &hdr);
+        if let Some((err, hdr)) = self.error.take() {
+            wake |= report_error(this, err, &hdr);
         }
         // A receive that failed completes only now: an application that
         // disconnects as soon as it sees the error finds the TERMINATE
@@ -104,18 +104,18 @@ impl Actions {
 /// connection when none can be queued. Returns whether the transmit work
 /// has the TERMINATE to send.
 #[cold]
-fn report_error(this: ArcBorrow<'_, Qp>, e: ProtocolError, hdr: &HeaderCopy) -> bool {
+fn report_error(this: ArcBorrow<'_, Qp>, err: ProtocolError, hdr: &HeaderCopy) -> bool {
     let qp: &Qp = &this;
     qp.stats.inc(
-        if matches!(e, ProtocolError::Llp(LlpError::CrcMismatch { .. })) {
+        if matches!(err, ProtocolError::Llp(LlpError::CrcMismatch { .. })) {
             Counter::RxCrcErrors
         } else {
             Counter::RxProtocolErrors
         },
     );
-    crate::qp_warn!(qp.handle, "QP {}: protocol error {:?}\n", qp.id(), e);
+    crate::qp_warn!(qp.handle, "QP {}: protocol error {:?}\n", qp.id(), err);
     qp.handle.event(QpEvent::Fatal);
-    if queue_terminate(qp, e, hdr.header(), hdr.ulpdu_len()) {
+    if queue_terminate(qp, err, hdr.header(), hdr.ulpdu_len()) {
         true
     } else {
         on_llp_close(&this.into());

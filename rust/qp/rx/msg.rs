@@ -29,7 +29,7 @@ pub(super) struct RecvMsg {
     /// The memory each SGE in use names (checked when it began).
     mems: [Option<MemRef>; MAX_SGE],
     /// SGEs in use.
-    n: usize,
+    num_sge: usize,
     /// Invalidate STag of Send with Invalidate (first segment).
     inval: u32,
     opcode: Opcode,
@@ -53,7 +53,7 @@ impl RecvMsg {
                 sge: [NO_SGE; MAX_SGE],
             },
             mems: [NO_MEM; MAX_SGE],
-            n: 0,
+            num_sge: 0,
             inval: 0,
             opcode: Opcode::Send,
             status: Status::Success,
@@ -99,20 +99,26 @@ impl RecvMsg {
         self.status = Status::Success;
         let max = (qp.caps.rq_max_sge as usize).clamp(1, MAX_SGE);
         let pd_id = qp.recv_pd_id();
-        let n = usize::from(self.rqe.num_sge);
-        let mut bad = n > max;
+        let num_sge = usize::from(self.rqe.num_sge);
+        let mut bad = num_sge > max;
         let mut total = 0u32;
-        self.n = n.min(MAX_SGE);
-        for (s, slot) in self.rqe.sge.iter().zip(self.mems.iter_mut()).take(self.n) {
-            match total.checked_add(s.length) {
-                Some(t) => total = t,
+        self.num_sge = num_sge.min(MAX_SGE);
+        for (sge, slot) in self
+            .rqe
+            .sge
+            .iter()
+            .zip(self.mems.iter_mut())
+            .take(self.num_sge)
+        {
+            match total.checked_add(sge.length) {
+                Some(sum) => total = sum,
                 None => bad = true,
             }
-            if s.length == 0 || bad {
+            if sge.length == 0 || bad {
                 continue;
             }
-            let (len, need) = (u64::from(s.length), access::LOCAL_WRITE);
-            match resolve(&qp.mem_xa, stags, s.lkey, pd_id, s.addr, len, need) {
+            let (len, need) = (u64::from(sge.length), access::LOCAL_WRITE);
+            match resolve(&qp.mem_xa, stags, sge.lkey, pd_id, sge.addr, len, need) {
                 Ok(mem) => *slot = Some(mem),
                 Err(_) => bad = true,
             }
@@ -128,25 +134,25 @@ impl RecvMsg {
     /// Checks that `len` more octets fit the element; a message that
     /// does not completes with a length error.
     pub(super) fn check_room(&mut self, len: u32) -> Result<(), ProtocolError> {
-        self.msg.check_room(len).map_err(|e| {
+        self.msg.check_room(len).map_err(|err| {
             self.status = Status::LocLenErr;
-            e.into()
+            err.into()
         })
     }
 
     /// Places `data`, the message's octets at `mo`, into the element's
     /// memory.
     pub(super) fn place(&mut self, mo: u32, data: &[u8]) -> Result<(), ProtocolError> {
-        let pieces = self.rqe.sge.iter().zip(self.mems.iter()).take(self.n);
-        let pieces = pieces.map(|(s, mem)| (s.length, (s.addr, mem)));
-        let r = scatter(pieces, mo, data, |(addr, mem), off, now| {
+        let pieces = self.rqe.sge.iter().zip(self.mems.iter()).take(self.num_sge);
+        let pieces = pieces.map(|(sge, mem)| (sge.length, (sge.addr, mem)));
+        let result = scatter(pieces, mo, data, |(addr, mem), off, now| {
             let addr = addr.wrapping_add(u64::from(off));
-            match mem.as_ref().map(|mm| mm.write(addr, now).is_ok()) {
+            match mem.as_ref().map(|mem| mem.write(addr, now).is_ok()) {
                 Some(true) => Ok(()),
                 _ => Err(()),
             }
         });
-        match r {
+        match result {
             Ok(()) => Ok(()),
             Err(ScatterError::Put(())) => {
                 self.status = Status::LocProtErr;
@@ -203,8 +209,8 @@ impl RecvMsg {
     /// status.
     pub(super) fn end(&mut self) -> Option<RecvCompletion> {
         let placed = self.msg.end()?;
-        for m in self.mems.iter_mut().take(self.n) {
-            *m = None;
+        for slot in self.mems.iter_mut().take(self.num_sge) {
+            *slot = None;
         }
         Some((self.rqe, placed, self.status))
     }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The placement sink: the deframer's consumer, which checks each DDP
-//! segment's header against the QP (MSNs, MOs, STags, the ORQ head) and
-//! places its payload: tagged segments into the registered memory the
-//! STag names or the Read's sink, untagged ones into the receive queue
+//! segment's header against the QP (MSNs, MOs, STags, the outbound Read queue
+//! head) and places its payload: tagged segments into the registered memory
+//! the STag names or the Read's sink, untagged ones into the receive queue
 //! element of the Send in progress. What a segment completes is in
 //! [`complete`].
 
@@ -30,21 +30,21 @@ enum Seg {
     Send { mo: u32, len: u32 },
     /// An RDMA Write to `mem` at tagged offset `to`.
     Write { mem: MemRef, to: u64 },
-    /// An RDMA Read Response to the ORQ head's sink.
+    /// An RDMA Read Response to the outbound Read queue head's sink.
     ReadResp {
         mem: Option<MemRef>,
         to: u64,
         len: u32,
     },
     /// An RDMA Read Request (queued when its FPDU is complete).
-    ReadReq { rr: ReadRequest, msn: u32 },
+    ReadReq { request: ReadRequest, msn: u32 },
     /// A TERMINATE from the peer.
     Term,
 }
 
 /// Per-connection receive state besides the deframers: what the sink
 /// keeps between segments.
-pub(super) struct RxCtx {
+pub(super) struct SinkState {
     /// The MSN the next message must carry, per untagged queue.
     msns: ExpectedMsns,
     send: RecvMsg,
@@ -58,8 +58,9 @@ pub(super) struct RxCtx {
     stags: StagCache,
 }
 
-impl RxCtx {
-    /// The state of a new connection; `await_rtr`: see [`RxCtx::await_rtr`].
+impl SinkState {
+    /// The state of a new connection; `await_rtr`: see
+    /// [`SinkState::await_rtr`].
     pub(super) const fn new(await_rtr: bool) -> Self {
         Self {
             msns: ExpectedMsns::new(),
@@ -81,7 +82,7 @@ impl RxCtx {
     ) -> Sink<'a> {
         Sink {
             qp,
-            c: self,
+            state: self,
             rq_get,
             act,
         }
@@ -94,17 +95,17 @@ impl RxCtx {
         core::mem::replace(&mut self.await_rtr, false)
     }
 
-    /// The stream failed with `e`: collects the TERMINATE to send (with
+    /// The stream failed with `err`: collects the TERMINATE to send (with
     /// the header of the segment at fault, or else `rejected`, one that
     /// failed the deframer's own checks) and the receive to complete.
     #[cold]
-    pub(super) fn fail(&mut self, rejected: Option<&[u8]>, act: &mut Actions, e: ProtocolError) {
+    pub(super) fn fail(&mut self, rejected: Option<&[u8]>, act: &mut Actions, err: ProtocolError) {
         // A Send that failed locally completes with its own status (any
         // other one in progress is flushed when the QP goes to error).
         if self.send.failed() {
             act.failed = self.send.end();
         }
-        act.error = Some((e, self.hdr.or_rejected(rejected)));
+        act.error = Some((err, self.hdr.or_rejected(rejected)));
     }
 
     /// The stream failed in an FPDU of which nothing was parsed: there is
@@ -123,7 +124,7 @@ impl RxCtx {
 /// The deframer's consumer for one `push`.
 pub(super) struct Sink<'a> {
     qp: &'a Qp,
-    c: &'a mut RxCtx,
+    state: &'a mut SinkState,
     rq_get: &'a mut u32,
     act: &'a mut Actions,
 }
@@ -131,17 +132,17 @@ pub(super) struct Sink<'a> {
 /// Logs a TERMINATE received (the stream ends with it).
 #[cold]
 fn report_terminate(qp: &Qp, hdr: &SegmentHeader) {
-    if let Body::Terminate(t) = hdr.body {
-        qp.note_terminate(true, t.code);
+    if let Body::Terminate(term) = hdr.body {
+        qp.note_terminate(true, term.code);
         crate::qp_warn!(
             qp.handle,
             "QP {}: TERMINATE received: layer {} etype {} code {:#x} (siw layout: layer {} etype {})\n",
             qp.id(),
-            t.code.layer,
-            t.code.etype,
-            t.code.code,
-            t.code.etype,
-            t.code.layer
+            term.code.layer,
+            term.code.etype,
+            term.code.code,
+            term.code.etype,
+            term.code.layer
         );
     }
 }
@@ -150,7 +151,7 @@ impl Sink<'_> {
     /// Takes the next receive queue element (own RQ or SRQ) into the
     /// Send message's slot.
     fn take_rqe(&mut self) -> bool {
-        let dst = self.c.send.rqe_slot();
+        let dst = self.state.send.rqe_slot();
         if let Some(srq) = &self.qp.srq {
             return srq.take_into(dst);
         }
@@ -163,31 +164,36 @@ impl Sink<'_> {
     /// A Send segment: the next message of queue 0 in order, the first
     /// segment of a message taking a receive queue element.
     fn send_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
-        let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
-        self.c.msns.check(QN_SEND, u.msn)?;
-        if self.c.await_rtr && plen == 0 && u.mo == 0 && hdr.ctrl.last && !self.c.send.is_active() {
+        let untagged = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        self.state.msns.check(QN_SEND, untagged.msn)?;
+        if self.state.await_rtr
+            && plen == 0
+            && untagged.mo == 0
+            && hdr.ctrl.last
+            && !self.state.send.is_active()
+        {
             // The peer-to-peer Send RTR (RFC 6581): part of the
             // connection setup, it takes its MSN but no receive.
-            self.c.msns.advance(QN_SEND);
-            self.c.seg = Seg::None;
-            self.c.await_rtr = false;
+            self.state.msns.advance(QN_SEND);
+            self.state.seg = Seg::None;
+            self.state.await_rtr = false;
             self.act.rtr = true;
             return Ok(());
         }
-        if !self.c.send.is_active() {
-            self.c.send.check_mo(u.mo)?;
+        if !self.state.send.is_active() {
+            self.state.send.check_mo(untagged.mo)?;
             if !self.take_rqe() {
                 return Err(DdpError::UntaggedMsnNoBuffer.into());
             }
-            self.c
+            self.state
                 .send
-                .begin(self.qp, hdr.opcode, u.ulp, &mut self.c.stags)?;
+                .begin(self.qp, hdr.opcode, untagged.ulp, &mut self.state.stags)?;
         }
-        let m = &mut self.c.send;
-        m.check_mo(u.mo)?;
-        m.check_room(plen)?;
-        self.c.seg = Seg::Send {
-            mo: u.mo,
+        let msg = &mut self.state.send;
+        msg.check_mo(untagged.mo)?;
+        msg.check_room(plen)?;
+        self.state.seg = Seg::Send {
+            mo: untagged.mo,
             len: plen,
         };
         Ok(())
@@ -195,60 +201,73 @@ impl Sink<'_> {
 
     /// An RDMA Write segment: into the registered memory its STag names.
     fn write_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
-        let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        let tagged = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
         if plen == 0 && hdr.ctrl.last {
             // A zero length Write places nothing; its STag is not checked
             // (as siw; the peer-to-peer RTR is one, with STag 1).
-            self.c.seg = Seg::None;
+            self.state.seg = Seg::None;
             return Ok(());
         }
         // The QP's access flags are not enforced (as in siw): see
         // `tx::read::response_job`. Each chunk of the payload enters the
         // registration checked here again (`on_payload`).
-        let (xa, stags) = (&self.qp.mem_xa, &mut self.c.stags);
+        let (table, stags) = (&self.qp.mem_xa, &mut self.state.stags);
         let need = access::REMOTE_WRITE;
-        let mem = resolve(xa, stags, t.stag, self.qp.pd_id, t.to, plen.into(), need)
-            .map_err(MemFault::tagged_error)?;
-        self.c.seg = Seg::Write { mem, to: t.to };
+        let mem = resolve(
+            table,
+            stags,
+            tagged.stag,
+            self.qp.pd_id,
+            tagged.to,
+            plen.into(),
+            need,
+        )
+        .map_err(MemFault::tagged_error)?;
+        self.state.seg = Seg::Write { mem, to: tagged.to };
         Ok(())
     }
 
-    /// A Read Response segment: into the sink of the ORQ head, in order.
+    /// A Read Response segment: into the sink of the outbound Read queue
+    /// head, in order.
     fn read_resp_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
-        let t = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
-        let mut orq = self.qp.orq.lock();
-        let e = orq.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
+        let tagged = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        let mut outbound = self.qp.outbound_reads.lock();
+        let head = outbound.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
         let sink = ReadSink {
-            stag: e.sink.lkey,
-            to: e.sink.addr,
-            len: e.sink.length,
+            stag: head.sink.lkey,
+            to: head.sink.addr,
+            len: head.sink.length,
         };
-        sink.check_response(e.placed, &t, plen, hdr.ctrl.last)?;
-        self.c.seg = Seg::ReadResp {
-            mem: e.mem.clone(),
-            to: t.to,
+        sink.check_response(head.placed, &tagged, plen, hdr.ctrl.last)?;
+        self.state.seg = Seg::ReadResp {
+            mem: head.mem.clone(),
+            to: tagged.to,
             len: plen,
         };
         Ok(())
     }
 
-    /// A Read Request: the next message of queue 1, for the IRQ.
+    /// A Read Request: the next message of queue 1, for the inbound Read
+    /// queue.
     fn read_req_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
-        let u = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
-        self.c.msns.check(QN_READ_REQUEST, u.msn)?;
-        check_read_request(u.mo, plen, hdr.ctrl.last)?;
-        let Body::ReadRequest(rr) = hdr.body else {
+        let untagged = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
+        self.state.msns.check(QN_READ_REQUEST, untagged.msn)?;
+        check_read_request(untagged.mo, plen, hdr.ctrl.last)?;
+        let Body::ReadRequest(request) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());
         };
-        self.c.seg = Seg::ReadReq { rr, msn: u.msn };
+        self.state.seg = Seg::ReadReq {
+            request,
+            msn: untagged.msn,
+        };
         Ok(())
     }
 }
 
 impl RxSink for Sink<'_> {
     fn on_fpdu_start(&mut self, info: &FpduInfo) -> Result<(), ProtocolError> {
-        self.c.hdr.start_fpdu(info.ulpdu_len);
-        self.c.seg = Seg::None;
+        self.state.hdr.start_fpdu(info.ulpdu_len);
+        self.state.seg = Seg::None;
         Ok(())
     }
 
@@ -258,7 +277,7 @@ impl RxSink for Sink<'_> {
         raw: &[u8],
         payload_len: u16,
     ) -> Result<(), ProtocolError> {
-        self.c.hdr.keep(raw);
+        self.state.hdr.keep(raw);
         let plen = u32::from(payload_len);
         match hdr.opcode {
             Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
@@ -268,7 +287,7 @@ impl RxSink for Sink<'_> {
             Opcode::ReadResponse => self.read_resp_header(hdr, plen),
             Opcode::ReadRequest => self.read_req_header(hdr, plen),
             Opcode::Terminate => {
-                self.c.seg = Seg::Term;
+                self.state.seg = Seg::Term;
                 report_terminate(self.qp, hdr);
                 Ok(())
             }
@@ -283,21 +302,21 @@ impl RxSink for Sink<'_> {
 
     fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError> {
         self.act.payload += data.len() as u64;
-        match &self.c.seg {
+        match &self.state.seg {
             Seg::Send { mo, .. } => {
-                let Some(m) = self.c.send.get_mut() else {
+                let Some(msg) = self.state.send.get_mut() else {
                     return Ok(());
                 };
-                let o = mo.checked_add(offset).ok_or(DdpError::UntaggedTooLong)?;
-                m.place(o, data)
+                let msg_offset = mo.checked_add(offset).ok_or(DdpError::UntaggedTooLong)?;
+                msg.place(msg_offset, data)
             }
             // A chunk of a tagged segment is placed only inside the
             // registration its header was checked against: once that was
             // invalidated or deregistered, the segment draws the invalid
             // STag TERMINATE and nothing more of it is placed.
             Seg::Write { mem, to } => {
-                let a = to.wrapping_add(u64::from(offset));
-                mem.write(a, data).map_err(MemFault::tagged_error)
+                let addr = to.wrapping_add(u64::from(offset));
+                mem.write(addr, data).map_err(MemFault::tagged_error)
             }
             Seg::ReadResp { mem, to, .. } => match mem {
                 Some(mem) => mem
@@ -319,19 +338,19 @@ impl RxSink for Sink<'_> {
             // The deframer fails with the CRC error right after this.
             return Ok(());
         }
-        if core::mem::take(&mut self.c.await_rtr) {
+        if core::mem::take(&mut self.state.await_rtr) {
             // The first FPDU of a peer-to-peer initiator is its RTR,
             // whatever it is (a zero length Write or Read Request; a Send
             // RTR was taken by `send_header`): a later zero length Send is
             // a message.
             self.act.rtr = true;
         }
-        let r = self.end_segment(hdr);
+        let result = self.end_segment(hdr);
         self.act.fpdus += 1;
-        if r.is_ok() {
+        if result.is_ok() {
             // Keep the header for the TERMINATE of an error found here.
-            self.c.hdr.clear();
+            self.state.hdr.clear();
         }
-        r
+        result
     }
 }

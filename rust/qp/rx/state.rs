@@ -11,7 +11,7 @@ use kernel::prelude::*;
 
 use super::actions::Actions;
 use super::msg::RecvCompletion;
-use super::sink::RxCtx;
+use super::sink::SinkState;
 use crate::kif::{
     crc::KernelCrc32c,
     siw::{Ring, Rqe},
@@ -21,14 +21,15 @@ use crate::qp::{details::Traffic, Qp, QpState};
 use crate::wire::rx::{Deframer, MpaOnlySink, RxConfig};
 
 /// Receive state of a QP.
-pub struct RxState {
+pub(crate) struct RxState {
     /// The deframer, which drives the placement sink (none before the
     /// connection's start).
-    d: Option<Deframer<KernelCrc32c>>,
+    deframer: Option<Deframer<KernelCrc32c>>,
     /// With CRC: the MPA-only deframer that checks each FPDU's CRC before
-    /// `d` sees any octet of it (see [`super::receive`]).
-    v: Option<Deframer<KernelCrc32c>>,
-    c: RxCtx,
+    /// `deframer` sees any octet of it (see [`super::receive`]).
+    verifier: Option<Deframer<KernelCrc32c>>,
+    /// What the placement sink keeps between segments.
+    sink_state: SinkState,
     /// Next slot of the QP's own receive queue to take. The receive side
     /// is its only consumer besides the flush ([`Qp::flush_rq`]), so it is
     /// kept under this lock rather than the QP's: a Send takes its RQE
@@ -42,9 +43,9 @@ impl RxState {
     /// Idle state (no connection).
     pub(in crate::qp) fn new() -> Self {
         Self {
-            d: None,
-            v: None,
-            c: RxCtx::new(false),
+            deframer: None,
+            verifier: None,
+            sink_state: SinkState::new(false),
             rq_get: 0,
             received: Traffic::default(),
         }
@@ -56,35 +57,37 @@ impl RxState {
     /// responder waits for the initiator's RTR.
     pub(super) fn start(&mut self, cfg: RxConfig, await_rtr: &AtomicBool) {
         let crc = cfg.mode.crc;
-        let (vcfg, dcfg) = cfg.verify_first();
-        self.v = crc.then(|| Deframer::new(vcfg, KernelCrc32c::new(), 0));
-        self.d = Some(Deframer::new(
-            if crc { dcfg } else { cfg },
+        let (verify_cfg, deframe_cfg) = cfg.verify_first();
+        self.verifier = crc.then(|| Deframer::new(verify_cfg, KernelCrc32c::new(), 0));
+        self.deframer = Some(Deframer::new(
+            if crc { deframe_cfg } else { cfg },
             KernelCrc32c::new(),
             0,
         ));
-        self.c = RxCtx::new(await_rtr.load(Ordering::Acquire));
+        self.sink_state = SinkState::new(await_rtr.load(Ordering::Acquire));
     }
 
     /// Feeds received octets of `qp` to the deframer, which places them;
     /// everything to do afterwards is added to `act`.
     pub(super) fn push(&mut self, qp: &Qp, bytes: &[u8], act: &mut Actions) {
-        let Some(d) = self.d.as_mut() else { return };
+        let Some(deframer) = self.deframer.as_mut() else {
+            return;
+        };
         // After a TERMINATE (RFC 5040 5.3) the deframer delivers nothing
         // more: no placement, no completion, no TERMINATE in answer.
-        if d.error().is_some() || d.terminated() {
+        if deframer.error().is_some() || deframer.terminated() {
             return;
         }
         let (fpdus, payload) = (act.fpdus, act.payload);
-        let mut sink = self.c.sink(qp, &mut self.rq_get, act);
-        let r = d.push(bytes, &mut sink);
+        let mut sink = self.sink_state.sink(qp, &mut self.rq_get, act);
+        let result = deframer.push(bytes, &mut sink);
         self.received.add(act.fpdus - fpdus, act.payload - payload);
-        if let Err(e) = r {
-            self.c.fail(d.rejected_header(), act, e);
-        } else if d.fpdus() > 0 && self.c.take_await_rtr() {
+        if let Err(err) = result {
+            self.sink_state.fail(deframer.rejected_header(), act, err);
+        } else if deframer.fpdus() > 0 && self.sink_state.take_await_rtr() {
             act.rtr = true;
         }
-        if d.fpdus() > 0 && qp.lockfree.tx_maybe_held() {
+        if deframer.fpdus() > 0 && qp.lockfree.tx_maybe_held() {
             act.release_tx = true;
         }
     }
@@ -94,40 +97,46 @@ impl RxState {
     /// without consuming them. Returns how many queued octets the
     /// deframer may take (all without CRC).
     pub(super) fn verify(&mut self, rx: &mut SockRx<'_>) -> usize {
-        let (Some(d), Some(v)) = (self.d.as_ref(), self.v.as_mut()) else {
+        let (Some(deframer), Some(verifier)) = (self.deframer.as_ref(), self.verifier.as_mut())
+        else {
             return usize::MAX;
         };
-        if v.error().is_none() {
+        if verifier.error().is_none() {
             // The octets of an incomplete FPDU seen in an earlier upcall
             // are still queued, after those of the verified FPDUs the
             // deframer took then.
-            let skip = v.stream_offset().wrapping_sub(d.stream_offset());
-            let _ = rx.peek(skip as usize, &mut |b| {
-                v.push(b, &mut MpaOnlySink).map_err(|_| EINVAL)
+            let skip = verifier
+                .stream_offset()
+                .wrapping_sub(deframer.stream_offset());
+            let _ = rx.peek(skip as usize, &mut |chunk| {
+                verifier.push(chunk, &mut MpaOnlySink).map_err(|_| EINVAL)
             });
         }
-        v.verified_offset().wrapping_sub(d.stream_offset()) as usize
+        verifier
+            .verified_offset()
+            .wrapping_sub(deframer.stream_offset()) as usize
     }
 
     /// After the second pass: the stream of `qp` fails with the first
     /// pass's error once the deframer took every FPDU before the failed
     /// one (unless it failed or ended already).
     pub(super) fn verify_failed(&mut self, qp: &Qp, act: &mut Actions) {
-        let (Some(d), Some(v)) = (self.d.as_ref(), self.v.as_ref()) else {
+        let (Some(deframer), Some(verifier)) = (self.deframer.as_ref(), self.verifier.as_ref())
+        else {
             return;
         };
-        let Some(e) = v.error() else { return };
-        if d.error().is_some()
-            || d.terminated()
+        let Some(err) = verifier.error() else { return };
+        if deframer.error().is_some()
+            || deframer.terminated()
             || act.error.is_some()
             || qp.state() != QpState::Rts
         {
             return;
         }
-        if d.stream_offset() == v.verified_offset() {
+        if deframer.stream_offset() == verifier.verified_offset() {
             // Nothing of the failed FPDU was parsed: no header to copy.
-            self.c.forget_header();
-            self.c.fail(d.rejected_header(), act, e);
+            self.sink_state.forget_header();
+            self.sink_state.fail(deframer.rejected_header(), act, err);
         }
     }
 
@@ -144,6 +153,6 @@ impl RxState {
 
     /// Ends the receive in progress (the QP is going to error).
     pub(super) fn flush_active(&mut self) -> Option<RecvCompletion> {
-        self.c.flush_active()
+        self.sink_state.flush_active()
     }
 }

@@ -16,7 +16,7 @@ use crate::base::stats::{Counter, Stats};
 use crate::kif::crc::KernelCrc32c;
 use crate::kif::sock::SendLock;
 use crate::mem::access::MemFault;
-use crate::qp::orq::TERM_MAX;
+use crate::qp::reads::TERM_MAX;
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
     tx::{frame_plain_head, FpduPlan, Segment, TxPiece, PLAIN_TAIL_MAX},
@@ -62,11 +62,11 @@ pub(super) enum Sent {
 /// backlog runs (which may invalidate it: a Send with Invalidate cannot
 /// wait for a transfer of its own connection).
 pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Result<Sent> {
-    let Some(mut e) = tx.emission()? else {
+    let Some(mut emission) = tx.emission()? else {
         return Ok(Sent::Done);
     };
-    let sock = e.conn.sock.lock_send();
-    let entered = match e.job.src.enter() {
+    let sock = emission.conn.sock.lock_send();
+    let entered = match emission.job.src.enter() {
         Ok(entered) => entered,
         Err(fault) => return Ok(Sent::MemoryGone(fault)),
     };
@@ -74,18 +74,18 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
         sock: &sock,
         entered: &entered,
     };
-    let hdr_len = e.job.hdr_len();
+    let hdr_len = emission.job.hdr_len();
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
-    if !e.limits.mode.markers && e.job.term.is_none() {
-        let max = CAPS.max_payload(e.limits, hdr_len, e.job.src.buffers());
-        if let Some(sg) = e.pos.rest_in_one(max) {
-            if let Some(sent) = send_rest_in_one(&mut e, &out, &sg, stats, queued)? {
+    if !emission.limits.mode.markers && emission.job.term.is_none() {
+        let max = CAPS.max_payload(emission.limits, hdr_len, emission.job.src.buffers());
+        if let Some(segment) = emission.pos.rest_in_one(max) {
+            if let Some(sent) = send_rest_in_one(&mut emission, &out, &segment, stats, queued)? {
                 return Ok(sent);
             }
         }
     }
-    send_planned(&mut e, &out, stats, queued, hdr_len)
+    send_planned(&mut emission, &out, stats, queued, hdr_len)
 }
 
 /// Where one send call's octets go and come from: the locked socket and
@@ -95,90 +95,98 @@ struct Out<'a, 'b> {
     entered: &'a Entered<'b>,
 }
 
-/// Sends segment `sg`, the rest of the job, as one FPDU without markers
+/// Sends `segment`, the rest of the job, as one FPDU without markers
 /// and accounts it. `None` when the payload has too many pieces for that
 /// (nothing was sent).
 fn send_rest_in_one(
-    e: &mut Emission<'_>,
+    emission: &mut Emission<'_>,
     out: &Out<'_, '_>,
-    sg: &Segment,
+    segment: &Segment,
     stats: &Stats,
     queued: bool,
 ) -> Result<Option<Sent>> {
-    let single = match send_single(out, e.job, sg, e.limits.mode.crc, queued) {
+    let single = match send_single(out, emission.job, segment, emission.limits.mode.crc, queued) {
         Err(err) if err == EAGAIN => return Ok(Some(Sent::TcpFull)),
-        r => r?,
+        result => result?,
     };
-    let Some((n, total)) = single else {
+    let Some((sent_len, total)) = single else {
         return Ok(None);
     };
     stats.inc(Counter::TxTcpSends);
-    e.sent(queued, false);
-    if e.pos.account_one(n, total) == Taken::Part {
+    emission.sent(queued, false);
+    if emission.pos.account_one(sent_len, total) == Taken::Part {
         // The planned way rebuilds the same octets and goes on after the
-        // `n` TCP took.
+        // `sent_len` octets TCP took.
         stats.inc(Counter::TxTcpFull);
         return Ok(Some(Sent::TcpFull));
     }
-    e.count(stats, 1, u64::from(sg.len));
+    emission.count(stats, 1, u64::from(segment.len));
     Ok(Some(Sent::Done))
 }
 
 /// Payload pieces [`send_single`] handles (more go the planned way).
 const SINGLE_PIECES: usize = 4;
 
-/// Sends segment `sg` (the last one) of `job` as one FPDU without markers:
+/// Sends `segment` (the last one) of `job` as one FPDU without markers:
 /// ULPDU_Length and header, the payload where it lies, PAD and CRC.
 /// Returns the octets TCP took and the FPDU's length, or `None` when the
 /// payload has more than [`SINGLE_PIECES`] pieces (nothing was sent).
 fn send_single(
     out: &Out<'_, '_>,
     job: &Job,
-    sg: &Segment,
+    segment: &Segment,
     crc: bool,
     more: bool,
 ) -> Result<Option<(usize, usize)>> {
     // The header is encoded where it is sent from, after the room of the
     // ULPDU_Length field.
     let mut head = [0u8; 2 + HDR_MAX];
-    let hn = job
-        .header(sg, head.get_mut(2..).unwrap_or(&mut []))
+    let header_len = job
+        .header(segment, head.get_mut(2..).unwrap_or(&mut []))
         .ok_or(EINVAL)?;
     let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
-    let mut nd = 0;
+    let mut data_pieces = 0;
     let mut done = 0u32;
-    while done < sg.len {
-        let Some(slot) = data.get_mut(nd) else {
+    while done < segment.len {
+        let Some(slot) = data.get_mut(data_pieces) else {
             return Ok(None);
         };
-        let o = sg.offset.checked_add(done).ok_or(EINVAL)?;
-        let d = job.payload(out.entered, o, sg.len - done)?;
-        if d.is_empty() {
+        let msg_offset = segment.offset.checked_add(done).ok_or(EINVAL)?;
+        let chunk = job.payload(out.entered, msg_offset, segment.len - done)?;
+        if chunk.is_empty() {
             return Err(EFAULT);
         }
-        *slot = d;
-        nd += 1;
-        done += d.len() as u32;
+        *slot = chunk;
+        data_pieces += 1;
+        done += chunk.len() as u32;
     }
-    let data = data.get(..nd).unwrap_or(&[]);
+    let data = data.get(..data_pieces).unwrap_or(&[]);
     let mut tail = [0u8; PLAIN_TAIL_MAX];
-    let mut c = KernelCrc32c::new();
-    let (hl, tl) = frame_plain_head(hn, data, crc.then_some(&mut c), &mut head, &mut tail)
-        .map_err(|_| EINVAL)?;
-    let mut v: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
+    let mut crc32c = KernelCrc32c::new();
+    let (head_len, tail_len) = frame_plain_head(
+        header_len,
+        data,
+        crc.then_some(&mut crc32c),
+        &mut head,
+        &mut tail,
+    )
+    .map_err(|_| EINVAL)?;
+    let mut kvecs: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
     let pieces = Iterator::chain(
         Iterator::chain(
-            core::iter::once(head.get(..hl).unwrap_or(&[])),
+            core::iter::once(head.get(..head_len).unwrap_or(&[])),
             data.iter().copied(),
         ),
-        core::iter::once(tail.get(..tl).unwrap_or(&[])),
+        core::iter::once(tail.get(..tail_len).unwrap_or(&[])),
     );
-    for (slot, p) in v.iter_mut().zip(pieces) {
-        *slot = p;
+    for (slot, piece) in kvecs.iter_mut().zip(pieces) {
+        *slot = piece;
     }
-    let total = hl + sg.len as usize + tl;
-    let n = out.sock.send(v.get(..nd + 2).unwrap_or(&[]), more)?;
-    Ok(Some((n, total)))
+    let total = head_len + segment.len as usize + tail_len;
+    let sent_len = out
+        .sock
+        .send(kvecs.get(..data_pieces + 2).unwrap_or(&[]), more)?;
+    Ok(Some((sent_len, total)))
 }
 
 /// The general way of [`send_batch`]: the planner, for messages of several
@@ -186,28 +194,33 @@ fn send_single(
 /// job's.
 #[inline(never)]
 fn send_planned(
-    e: &mut Emission<'_>,
+    emission: &mut Emission<'_>,
     out: &Out<'_, '_>,
     stats: &Stats,
     queued: bool,
     hdr_len: usize,
 ) -> Result<Sent> {
-    let job = e.job;
-    let crc = e.limits.mode.crc;
-    let mut planner = e.pos.planner(e.limits, hdr_len, job.src.buffers(), CAPS);
-    let mut batch = Batch::new(e.scratch, out.entered);
+    let job = emission.job;
+    let crc = emission.limits.mode.crc;
+    let mut planner = emission
+        .pos
+        .planner(emission.limits, hdr_len, job.src.buffers(), CAPS);
+    let mut batch = Batch::new(emission.scratch, out.entered);
     batch.plan(&mut planner, job, hdr_len, crc)?;
-    if batch.n == 0 {
+    if batch.pieces_used == 0 {
         // Nothing fits (cannot happen with the caps above).
         return Err(EINVAL);
     }
-    let mut v: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
-    let (nv, total) = batch.kvecs(&mut v)?;
+    let mut kvecs: [&[u8]; MAX_PIECES] = [&[]; MAX_PIECES];
+    let (kvec_count, total) = batch.kvecs(&mut kvecs)?;
     // More segments of the message follow right away: let TCP coalesce.
     let more = !planner.end().message_done();
-    let rest = skip_taken(v.get_mut(..nv).unwrap_or(&mut []), e.pos.taken());
-    let n = match out.sock.send(rest, more || queued) {
-        Ok(n) => n,
+    let rest = skip_taken(
+        kvecs.get_mut(..kvec_count).unwrap_or(&mut []),
+        emission.pos.taken(),
+    );
+    let sent_len = match out.sock.send(rest, more || queued) {
+        Ok(sent_len) => sent_len,
         Err(err) if err == EAGAIN => {
             stats.inc(Counter::TxTcpFull);
             return Ok(Sent::TcpFull);
@@ -215,25 +228,25 @@ fn send_planned(
         Err(err) => return Err(err),
     };
     stats.inc(Counter::TxTcpSends);
-    e.sent(queued, more);
-    Ok(account(e, stats, n, total, &planner))
+    emission.sent(queued, more);
+    Ok(account(emission, stats, sent_len, total, &planner))
 }
 
-/// Accounts the `n` octets TCP took of a batch of `total` octets planned
+/// Accounts the `sent_len` octets TCP took of a batch of `total` octets planned
 /// by `planner`.
 fn account(
-    e: &mut Emission<'_>,
+    emission: &mut Emission<'_>,
     stats: &Stats,
-    n: usize,
+    sent_len: usize,
     total: usize,
     planner: &BatchPlanner,
 ) -> Sent {
-    let taken = e.pos.account(n, total, planner.end());
+    let taken = emission.pos.account(sent_len, total, planner.end());
     if taken == Taken::Part {
         stats.inc(Counter::TxTcpFull);
         return Sent::TcpFull;
     }
-    e.count(stats, planner.fpdus(), planner.payload());
+    emission.count(stats, planner.fpdus(), planner.payload());
     if taken == Taken::Message {
         Sent::Done
     } else {
@@ -253,10 +266,12 @@ enum Piece<'a> {
 /// The pieces of one send call under construction, with the scratch area
 /// the fields between the payload pieces are written into.
 struct Batch<'a, 's> {
-    p: [Piece<'a>; MAX_PIECES],
-    n: usize,
+    /// The pieces, `pieces_used` of them valid.
+    pieces: [Piece<'a>; MAX_PIECES],
+    /// Pieces used.
+    pieces_used: usize,
     /// Scratch octets used.
-    s: usize,
+    scratch_used: usize,
     scratch: &'s mut [u8; SCRATCH],
     /// The job's memory, entered for this batch.
     entered: &'s Entered<'s>,
@@ -265,9 +280,9 @@ struct Batch<'a, 's> {
 impl<'a, 's> Batch<'a, 's> {
     fn new(scratch: &'s mut [u8; SCRATCH], entered: &'s Entered<'s>) -> Self {
         Self {
-            p: [Piece::Scratch(0, 0); MAX_PIECES],
-            n: 0,
-            s: 0,
+            pieces: [Piece::Scratch(0, 0); MAX_PIECES],
+            pieces_used: 0,
+            scratch_used: 0,
             scratch,
             entered,
         }
@@ -275,29 +290,32 @@ impl<'a, 's> Batch<'a, 's> {
 
     fn push(&mut self, piece: Piece<'a>) -> Result {
         // Merge adjacent scratch ranges into one kvec.
-        if let (Piece::Scratch(a, b), Some(Piece::Scratch(_, end))) =
-            (piece, self.n.checked_sub(1).and_then(|i| self.p.get_mut(i)))
-        {
-            if *end == a {
-                *end = b;
+        if let (Piece::Scratch(start, end), Some(Piece::Scratch(_, last_end))) = (
+            piece,
+            self.pieces_used
+                .checked_sub(1)
+                .and_then(|i| self.pieces.get_mut(i)),
+        ) {
+            if *last_end == start {
+                *last_end = end;
                 return Ok(());
             }
         }
-        let slot = self.p.get_mut(self.n).ok_or(ENOSPC)?;
+        let slot = self.pieces.get_mut(self.pieces_used).ok_or(ENOSPC)?;
         *slot = piece;
-        self.n += 1;
+        self.pieces_used += 1;
         Ok(())
     }
 
     /// Appends `bytes` to the scratch area and as a piece.
     fn put(&mut self, bytes: &[u8]) -> Result {
-        let start = self.s;
+        let start = self.scratch_used;
         let end = start.checked_add(bytes.len()).ok_or(ENOSPC)?;
         self.scratch
             .get_mut(start..end)
             .ok_or(ENOSPC)?
             .copy_from_slice(bytes);
-        self.s = end;
+        self.scratch_used = end;
         self.push(Piece::Scratch(start, end))
     }
 
@@ -311,24 +329,24 @@ impl<'a, 's> Batch<'a, 's> {
         crc: bool,
     ) -> Result {
         let mut hdr = [0u8; HDR_MAX];
-        let mut c = KernelCrc32c::new();
-        while let Some((sg, plan)) = planner.next_fpdu(self.n, self.s) {
-            let hn = job.header(&sg, &mut hdr).ok_or(EINVAL)?;
-            if hn != hdr_len {
+        let mut crc32c = KernelCrc32c::new();
+        while let Some((segment, plan)) = planner.next_fpdu(self.pieces_used, self.scratch_used) {
+            let header_len = job.header(&segment, &mut hdr).ok_or(EINVAL)?;
+            if header_len != hdr_len {
                 return Err(EINVAL);
             }
-            c.reset();
-            self.frame(job, &sg, &plan, &hdr, crc.then_some(&mut c))?;
+            crc32c.reset();
+            self.frame(job, &segment, &plan, &hdr, crc.then_some(&mut crc32c))?;
         }
         Ok(())
     }
 
-    /// Frames one FPDU of segment `sg` of `job` laid out by `plan`, with
+    /// Frames one FPDU of `segment` of `job` laid out by `plan`, with
     /// header `hdr`; the CRC is computed into `crc` when there is one.
     fn frame(
         &mut self,
         job: &'a Job,
-        sg: &Segment,
+        segment: &Segment,
         plan: &FpduPlan,
         hdr: &[u8],
         mut crc: Option<&mut KernelCrc32c>,
@@ -336,30 +354,32 @@ impl<'a, 's> Batch<'a, 's> {
         let mut crc_bytes = None;
         for piece in plan.pieces() {
             match piece {
-                TxPiece::Inline(i) => {
-                    self.put(i.bytes())?;
-                    if let Some(c) = crc.as_deref_mut().filter(|_| i.crc) {
-                        c.update(i.bytes());
+                TxPiece::Inline(inline) => {
+                    self.put(inline.bytes())?;
+                    if let Some(crc32c) = crc.as_deref_mut().filter(|_| inline.crc) {
+                        crc32c.update(inline.bytes());
                     }
                 }
                 TxPiece::Header { start, end } => {
-                    let b = hdr.get(start as usize..end as usize).ok_or(EINVAL)?;
-                    self.put(b)?;
-                    if let Some(c) = crc.as_deref_mut() {
-                        c.update(b);
+                    let bytes = hdr.get(start as usize..end as usize).ok_or(EINVAL)?;
+                    self.put(bytes)?;
+                    if let Some(crc32c) = crc.as_deref_mut() {
+                        crc32c.update(bytes);
                     }
                 }
                 TxPiece::Payload { offset, len } => {
-                    let o = sg.offset.checked_add(offset).ok_or(EINVAL)?;
-                    self.payload(job, o, len, crc.as_deref_mut())?;
+                    let msg_offset = segment.offset.checked_add(offset).ok_or(EINVAL)?;
+                    self.payload(job, msg_offset, len, crc.as_deref_mut())?;
                 }
                 TxPiece::Crc { start, end } => {
-                    let v = *crc_bytes.get_or_insert_with(|| match crc.as_deref() {
-                        Some(c) => crc_to_wire(c.finalize()),
+                    let crc_wire = *crc_bytes.get_or_insert_with(|| match crc.as_deref() {
+                        Some(crc32c) => crc_to_wire(crc32c.finalize()),
                         None => [0; 4],
                     });
-                    let b = v.get(usize::from(start)..usize::from(end)).ok_or(EINVAL)?;
-                    self.put(b)?;
+                    let bytes = crc_wire
+                        .get(usize::from(start)..usize::from(end))
+                        .ok_or(EINVAL)?;
+                    self.put(bytes)?;
                 }
             }
         }
@@ -377,31 +397,34 @@ impl<'a, 's> Batch<'a, 's> {
     ) -> Result {
         let mut done = 0u32;
         while done < len {
-            let o = off.checked_add(done).ok_or(EINVAL)?;
-            let d = job.payload(self.entered, o, len - done)?;
-            if d.is_empty() {
+            let msg_offset = off.checked_add(done).ok_or(EINVAL)?;
+            let chunk = job.payload(self.entered, msg_offset, len - done)?;
+            if chunk.is_empty() {
                 return Err(EFAULT);
             }
-            if let Some(c) = crc.as_deref_mut() {
-                c.update(d);
+            if let Some(crc32c) = crc.as_deref_mut() {
+                crc32c.update(chunk);
             }
-            self.push(Piece::Data(d))?;
-            done += d.len() as u32;
+            self.push(Piece::Data(chunk))?;
+            done += chunk.len() as u32;
         }
         Ok(())
     }
 
     /// The batch as kvecs in `v`: their number and the batch's length.
-    fn kvecs<'v>(&'v self, v: &mut [&'v [u8]; MAX_PIECES]) -> Result<(usize, usize)> {
+    fn kvecs<'v>(&'v self, slots: &mut [&'v [u8]; MAX_PIECES]) -> Result<(usize, usize)> {
         let mut total = 0;
-        for (slot, p) in v.iter_mut().zip(self.p.iter().take(self.n)) {
-            let b: &[u8] = match *p {
-                Piece::Scratch(a, e) => self.scratch.get(a..e).ok_or(EINVAL)?,
-                Piece::Data(d) => d,
+        for (slot, piece) in slots
+            .iter_mut()
+            .zip(self.pieces.iter().take(self.pieces_used))
+        {
+            let bytes: &[u8] = match *piece {
+                Piece::Scratch(start, end) => self.scratch.get(start..end).ok_or(EINVAL)?,
+                Piece::Data(data) => data,
             };
-            total += b.len();
-            *slot = b;
+            total += bytes.len();
+            *slot = bytes;
         }
-        Ok((self.n, total))
+        Ok((self.pieces_used, total))
     }
 }

@@ -8,7 +8,7 @@ use kernel::prelude::*;
 
 use crate::kif::siw::{self, Sge, Sqe, WqeFlags, MAX_INLINE, MAX_SGE};
 use crate::mem::access::{Inside, MemFault, MemRef};
-use crate::qp::orq::TermMsg;
+use crate::qp::reads::TermMsg;
 use crate::wire::{
     rdmap::{Opcode, SegmentHeader},
     tx::Segment,
@@ -20,11 +20,11 @@ pub(super) enum Src {
     None,
     /// The inline data of the work request.
     Inline([u8; MAX_INLINE]),
-    /// Registered memory: the first `n` SGEs of `Job::sqe` with their
+    /// Registered memory: the first `num_sge` SGEs of `Job::sqe` with their
     /// checked memory references.
     Sgl {
         mems: [Option<MemRef>; MAX_SGE],
-        n: usize,
+        num_sge: usize,
     },
 }
 
@@ -41,30 +41,30 @@ impl Src {
         const NONE: Option<MemRef> = None;
         let mut mems = [NONE; MAX_SGE];
         mems[0] = Some(mem);
-        Self::Sgl { mems, n: 1 }
+        Self::Sgl { mems, num_sge: 1 }
     }
 
     /// Enters the memory of every SGE for one send call; fails with
     /// [`MemFault::Stag`] once one of their registrations ended (nothing
     /// more of the message may be read).
     pub(super) fn enter(&self) -> core::result::Result<Entered<'_>, MemFault> {
-        let mut e = Entered {
+        let mut entered = Entered {
             inside: [const { None }; MAX_SGE],
         };
-        if let Self::Sgl { mems, n } = self {
-            for (slot, m) in e.inside.iter_mut().zip(mems.iter()).take(*n) {
-                if let Some(m) = m {
-                    *slot = Some(m.enter()?);
+        if let Self::Sgl { mems, num_sge } = self {
+            for (slot, mem) in entered.inside.iter_mut().zip(mems.iter()).take(*num_sge) {
+                if let Some(mem) = mem {
+                    *slot = Some(mem.enter()?);
                 }
             }
         }
-        Ok(e)
+        Ok(entered)
     }
 
     /// Buffers the payload lies in (one for inline data and no payload).
     pub(super) fn buffers(&self) -> usize {
         match self {
-            Self::Sgl { n, .. } => (*n).max(1),
+            Self::Sgl { num_sge, .. } => (*num_sge).max(1),
             Self::Inline(_) | Self::None => 1,
         }
     }
@@ -74,9 +74,9 @@ impl Src {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// Send or Write (the active work request, see
-    /// [`Orq`](crate::qp::orq::Orq)).
+    /// [`OutboundReads`](crate::qp::reads::OutboundReads)).
     Wr,
-    /// RDMA Read Request (already in the ORQ).
+    /// RDMA Read Request (already in the outbound Read queue).
     ReadReq,
     /// RDMA Read Response.
     ReadResp,
@@ -115,15 +115,15 @@ pub(super) fn empty_sqe() -> Sqe {
 }
 
 impl Job {
-    /// The TERMINATE `t`.
-    pub(super) fn terminate(t: TermMsg) -> Self {
+    /// The TERMINATE `term`.
+    pub(super) fn terminate(term: TermMsg) -> Self {
         Self {
             kind: Kind::Term,
             sqe: empty_sqe(),
             hdr: SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
             total: 0,
             src: Src::None,
-            term: Some(t),
+            term: Some(term),
         }
     }
 
@@ -156,17 +156,17 @@ impl Job {
     /// Length of the DDP/RDMAP header (or of the TERMINATE ULPDU).
     pub(super) fn hdr_len(&self) -> usize {
         match &self.term {
-            Some(t) => usize::from(t.len),
+            Some(term) => usize::from(term.len),
             None => self.hdr.len(),
         }
     }
 
     /// The header of segment `seg`, encoded into `out`.
     pub(super) fn header(&self, seg: &Segment, out: &mut [u8]) -> Option<usize> {
-        if let Some(t) = &self.term {
-            let n = usize::from(t.len);
-            out.get_mut(..n)?.copy_from_slice(t.buf.get(..n)?);
-            return Some(n);
+        if let Some(term) = &self.term {
+            let len = usize::from(term.len);
+            out.get_mut(..len)?.copy_from_slice(term.buf.get(..len)?);
+            return Some(len);
         }
         self.hdr.encode_segment(seg.last, seg.offset, out)
     }
@@ -182,17 +182,17 @@ impl Job {
                 let end = start.checked_add(max as usize).ok_or(EINVAL)?;
                 data.get(start..end).ok_or(EINVAL)
             }
-            Src::Sgl { mems, n } => {
+            Src::Sgl { mems, num_sge } => {
                 let mut base = 0u32;
                 let sges = self.sqe.sge.iter().zip(mems.iter());
-                for ((s, m), inside) in sges.zip(entered.inside.iter()).take(*n) {
-                    let end = base.checked_add(s.length).ok_or(EINVAL)?;
-                    if off < end && s.length > 0 {
+                for ((sge, mem), inside) in sges.zip(entered.inside.iter()).take(*num_sge) {
+                    let end = base.checked_add(sge.length).ok_or(EINVAL)?;
+                    if off < end && sge.length > 0 {
                         let in_sge = off.checked_sub(base).ok_or(EINVAL)?;
                         let want = max.min(end - off);
-                        let mem = m.as_ref().ok_or(EINVAL)?;
+                        let mem = mem.as_ref().ok_or(EINVAL)?;
                         let inside = inside.as_ref().ok_or(EINVAL)?;
-                        let addr = s.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
+                        let addr = sge.addr.checked_add(u64::from(in_sge)).ok_or(EINVAL)?;
                         return mem.slice(inside, addr, want);
                     }
                     base = end;

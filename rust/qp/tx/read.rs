@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! RDMA Read as transmit jobs: an outbound Read's Read Request (the work
-//! request moves to the ORQ, within ORD, before its request is sent; it
-//! completes when the Read Response arrives) and the Read Response that
-//! answers an inbound Read Request from the IRQ (its source memory
-//! checked first; a bad request is answered with a TERMINATE).
+//! request moves to the outbound Read queue, within ORD, before its request
+//! is sent; it completes when the Read Response arrives) and the Read
+//! Response that answers an inbound Read Request from the inbound Read queue
+//! (its source memory checked first; a bad request is answered with a
+//! TERMINATE).
 
 use kernel::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::kif::{
     siw::{Opcode, Sge, Sqe, Status},
 };
 use crate::mem::access::{self, resolve, MemFault, MemRef, StagCache};
-use crate::qp::orq::{IrqEntry, OrqEntry};
+use crate::qp::reads::{InboundRead, OutboundRead};
 use crate::qp::Qp;
 use crate::wire::{
     error::RdmapError,
@@ -25,12 +26,19 @@ use crate::wire::{
 };
 
 /// An RDMA Read from send queue slot `idx`: ORD check, sink check, into
-/// the ORQ, slot back; its Read Request becomes the message to transmit.
-/// `op` is the element's opcode, [`Opcode::Read`] or
+/// the outbound Read queue, slot back; its Read Request becomes the message
+/// to transmit.
+/// `opcode` is the element's opcode, [`Opcode::Read`] or
 /// [`Opcode::ReadLocalInv`].
 #[inline(never)]
-pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe, op: Opcode) -> Next {
-    if sqe.num_sge > 1 || (op == Opcode::ReadLocalInv && !qp.kernel) {
+pub(super) fn request_job(
+    qp: &Arc<Qp>,
+    tx: &mut TxState,
+    idx: u32,
+    sqe: Sqe,
+    opcode: Opcode,
+) -> Next {
+    if sqe.num_sge > 1 || (opcode == Opcode::ReadLocalInv && !qp.kernel) {
         local_error(qp, idx, &sqe, Status::LocQpOpErr);
         return Next::Again;
     }
@@ -40,21 +48,21 @@ pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe, op
         Sge::default()
     };
     let mem = match sink_memory(qp, &sink, tx.stags()) {
-        Ok(m) => m,
+        Ok(mem) => mem,
         Err(status) => {
             local_error(qp, idx, &sqe, status);
             return Next::Again;
         }
     };
-    let e = OrqEntry {
+    let read = OutboundRead {
         id: sqe.id,
         flags: sqe.flags,
-        opcode: op,
+        opcode,
         sink,
         mem,
         placed: 0,
     };
-    match into_orq(qp, tx, idx, e) {
+    match into_outbound_reads(qp, tx, idx, read) {
         Queued::Yes => {}
         Queued::Flushed => return Next::Again,
         Queued::OrdFull => return Next::Idle,
@@ -64,14 +72,14 @@ pub(super) fn request_job(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe, op
         }
     }
     qp.sq.give_back(idx);
-    let rr = ReadRequest {
+    let request = ReadRequest {
         sink_stag: sink.lkey,
         sink_to: sink.addr,
         size: sink.length,
         src_stag: sqe.rkey,
         src_to: sqe.raddr,
     };
-    let hdr = SegmentHeader::read_request(tx.next_msn(QN_READ_REQUEST), rr);
+    let hdr = SegmentHeader::read_request(tx.next_msn(QN_READ_REQUEST), request);
     tx.set_job(Job::message(Kind::ReadReq, sqe, hdr, 0, Src::None));
     Next::Ready
 }
@@ -93,9 +101,9 @@ fn sink_memory(
         .map_err(Status::from)
 }
 
-/// Where [`into_orq`] put an RDMA Read.
+/// Where [`into_outbound_reads`] put an RDMA Read.
 enum Queued {
-    /// Into the ORQ, its slot taken.
+    /// Into the outbound Read queue, its slot taken.
     Yes,
     /// Nowhere: its slot was flushed meanwhile.
     Flushed,
@@ -106,18 +114,18 @@ enum Queued {
     NoOrd,
 }
 
-/// Moves the Read `e` from send queue slot `idx` into the ORQ and takes
-/// the slot, atomically with respect to flushes.
-fn into_orq(qp: &Qp, tx: &mut TxState, idx: u32, e: OrqEntry) -> Queued {
+/// Moves `read` from send queue slot `idx` into the outbound Read queue
+/// and takes the slot, atomically with respect to flushes.
+fn into_outbound_reads(qp: &Qp, tx: &mut TxState, idx: u32, read: OutboundRead) -> Queued {
     let mut inner = qp.inner.lock();
     if inner.sq_get() != idx {
         return Queued::Flushed;
     }
-    let mut orq = qp.orq.lock();
-    if orq.capacity() == 0 {
+    let mut outbound = qp.outbound_reads.lock();
+    if outbound.capacity() == 0 {
         return Queued::NoOrd;
     }
-    if !orq.push(e) {
+    if !outbound.push(read) {
         tx.set_sq_next(idx);
         return Queued::OrdFull;
     }
@@ -130,16 +138,16 @@ fn into_orq(qp: &Qp, tx: &mut TxState, idx: u32, e: OrqEntry) -> Queued {
 /// the Read Response the message to transmit, or answers a bad request
 /// with a TERMINATE.
 #[inline(never)]
-pub(super) fn response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
-    let rr = e.rr;
-    match source_memory(qp, &rr, tx.stags()) {
+pub(super) fn response_job(qp: &Qp, tx: &mut TxState, read: InboundRead) -> Next {
+    let request = read.request;
+    match source_memory(qp, &request, tx.stags()) {
         Ok((sqe, src)) => {
-            let hdr = SegmentHeader::read_response(rr.sink_stag, rr.sink_to, true);
-            tx.set_job(Job::message(Kind::ReadResp, sqe, hdr, rr.size, src));
+            let hdr = SegmentHeader::read_response(request.sink_stag, request.sink_to, true);
+            tx.set_job(Job::message(Kind::ReadResp, sqe, hdr, request.size, src));
             Next::Ready
         }
         Err(err) => {
-            bad_request(qp, &e, err);
+            bad_request(qp, &read, err);
             Next::Again
         }
     }
@@ -152,49 +160,49 @@ pub(super) fn response_job(qp: &Qp, tx: &mut TxState, e: IrqEntry) -> Next {
 /// counts.
 fn source_memory(
     qp: &Qp,
-    rr: &ReadRequest,
+    request: &ReadRequest,
     cache: &mut StagCache,
 ) -> core::result::Result<(Sqe, Src), RdmapError> {
     let mut sqe = empty_sqe();
-    if rr.size == 0 {
+    if request.size == 0 {
         return Ok((sqe, Src::None));
     }
-    let len = u64::from(rr.size);
+    let len = u64::from(request.size);
     let need = access::REMOTE_READ;
     let mem = resolve(
         &qp.mem_xa,
         cache,
-        rr.src_stag,
+        request.src_stag,
         qp.pd_id,
-        rr.src_to,
+        request.src_to,
         len,
         need,
     )
     .map_err(MemFault::read_error)?;
     sqe.sge[0] = Sge {
-        addr: rr.src_to,
-        length: rr.size,
-        lkey: rr.src_stag,
+        addr: request.src_to,
+        length: request.size,
+        lkey: request.src_stag,
     };
     Ok((sqe, Src::one(mem)))
 }
 
-/// A Read Request that cannot be answered: it leaves the IRQ, the
-/// consumer gets an access error event and the peer a TERMINATE with the
+/// A Read Request that cannot be answered: it leaves the inbound Read queue,
+/// the consumer gets an access error event and the peer a TERMINATE with the
 /// request's header.
-fn bad_request(qp: &Qp, e: &IrqEntry, err: RdmapError) {
-    let rr = e.rr;
+fn bad_request(qp: &Qp, read: &InboundRead, err: RdmapError) {
+    let request = read.request;
     crate::qp_warn!(
         qp.handle,
         "QP {}: bad Read Request (src {:#x} to {:#x} len {}): {:?}\n",
         qp.id(),
-        rr.src_stag,
-        rr.src_to,
-        rr.size,
+        request.src_stag,
+        request.src_to,
+        request.size,
         err
     );
-    qp.irq.lock().end_response();
+    qp.inbound_reads.lock().end_response();
     qp.handle.event(QpEvent::AccessError);
-    let (h, n) = SegmentHeader::read_request(e.msn, rr).to_bytes();
-    queue_terminate(qp, err.into(), h.get(..n), n as u16);
+    let (header, len) = SegmentHeader::read_request(read.msn, request).to_bytes();
+    queue_terminate(qp, err.into(), header.get(..len), len as u16);
 }

@@ -22,7 +22,7 @@ use crate::kif::{
 };
 use crate::mem::access::{self, invalidate_wait, resolve, MemRef, StagCache};
 use crate::mem::MemKind;
-use crate::qp::orq::WrRef;
+use crate::qp::reads::WrRef;
 use crate::qp::Qp;
 use crate::wire::{
     error::RdmapError,
@@ -70,16 +70,17 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
 }
 
 /// Whether a read-fenced work request must wait: RDMA Reads are still
-/// outstanding. The Read Response that empties the ORQ resumes it.
+/// outstanding. The Read Response that empties the outbound Read queue
+/// resumes it.
 fn fenced(qp: &Qp) -> bool {
-    qp.orq.lock().fence_waits()
+    qp.outbound_reads.lock().fence_waits()
 }
 
 /// A Send or Write: checks its payload, numbers a Send, takes its slot
 /// and makes it the message to transmit (the active work request).
 fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
     let (src, total) = match source(qp, &sqe, tx.stags()) {
-        Ok(x) => x,
+        Ok(payload) => payload,
         Err(status) => {
             local_error(qp, idx, &sqe, status);
             return Next::Again;
@@ -128,26 +129,26 @@ fn resolve_sgl(
     need: u32,
     cache: &mut StagCache,
 ) -> core::result::Result<(Src, u32), Status> {
-    let n = usize::from(sqe.num_sge);
-    if n > MAX_SGE || n > qp.caps.sq_max_sge.max(1) as usize {
+    let num_sge = usize::from(sqe.num_sge);
+    if num_sge > MAX_SGE || num_sge > qp.caps.sq_max_sge.max(1) as usize {
         return Err(Status::LocQpOpErr);
     }
     const NONE: Option<MemRef> = None;
     let mut mems = [NONE; MAX_SGE];
     let mut total = 0u32;
-    for (k, s) in sqe.sge.iter().take(n).enumerate() {
-        total = total.checked_add(s.length).ok_or(Status::LocLenErr)?;
-        if s.length == 0 {
+    for (index, sge) in sqe.sge.iter().take(num_sge).enumerate() {
+        total = total.checked_add(sge.length).ok_or(Status::LocLenErr)?;
+        if sge.length == 0 {
             continue;
         }
-        let len = u64::from(s.length);
-        let mem = resolve(&qp.mem_xa, cache, s.lkey, qp.pd_id, s.addr, len, need)
+        let len = u64::from(sge.length);
+        let mem = resolve(&qp.mem_xa, cache, sge.lkey, qp.pd_id, sge.addr, len, need)
             .map_err(Status::from)?;
-        if let Some(slot) = mems.get_mut(k) {
+        if let Some(slot) = mems.get_mut(index) {
             *slot = Some(mem);
         }
     }
-    Ok((Src::Sgl { mems, n }, total))
+    Ok((Src::Sgl { mems, num_sge }, total))
 }
 
 /// Local Invalidate of the STag in `rkey`; `false` when it names no

@@ -21,7 +21,7 @@ use crate::wire::{
 pub(super) const SCRATCH: usize = 2048;
 
 /// Transmit state of a QP (the work request in progress).
-pub struct TxState {
+pub(crate) struct TxState {
     /// The stream's committed position (see [`TxPos`]).
     pos: TxPos,
     /// Last MSN sent per untagged queue (the first message carries 1).
@@ -119,12 +119,12 @@ impl TxState {
 
     /// What the message in transmission is.
     pub(super) fn job_kind(&self) -> Option<Kind> {
-        self.job.as_ref().map(|j| j.kind)
+        self.job.as_ref().map(|job| job.kind)
     }
 
     /// Length of the message in transmission.
     pub(super) fn job_total(&self) -> Option<u32> {
-        self.job.as_ref().map(|j| j.total)
+        self.job.as_ref().map(|job| job.total)
     }
 
     /// Makes `job` the message in transmission, from its first octet.
@@ -136,7 +136,7 @@ impl TxState {
     /// Ends the message in transmission (sent, failed or abandoned);
     /// returns what it was and its length.
     pub(super) fn end_job(&mut self) -> Option<(Kind, u32)> {
-        self.job.take().map(|j| (j.kind, j.total))
+        self.job.take().map(|job| (job.kind, job.total))
     }
 
     /// In the Terminate state: abandons the message in transmission unless
@@ -181,11 +181,11 @@ impl TxState {
 
     /// The MSN of the next message on untagged queue `qn`.
     pub(super) fn next_msn(&mut self, qn: u32) -> u32 {
-        let Some(m) = self.msn.get_mut(qn as usize) else {
+        let Some(msn) = self.msn.get_mut(qn as usize) else {
             return 0;
         };
-        *m = m.wrapping_add(1);
-        *m
+        *msn = msn.wrapping_add(1);
+        *msn
     }
 
     /// The cache of the last STag looked up for transmission.
@@ -198,8 +198,8 @@ impl TxState {
     /// to follow).
     pub(super) fn uncork(&mut self) {
         if core::mem::take(&mut self.corked) {
-            if let Some(c) = &self.conn {
-                c.sock.push();
+            if let Some(conn) = &self.conn {
+                conn.sock.push();
             }
         }
     }

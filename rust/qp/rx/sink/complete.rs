@@ -2,16 +2,16 @@
 
 //! The end of a DDP segment: what it completes. The last segment of a
 //! Send completes its receive queue element (invalidating the STag of a
-//! Send with Invalidate), the last of a Read Response the ORQ head; a
-//! Read Request goes to the IRQ for the transmit side to answer; a
-//! TERMINATE ends the stream.
+//! Send with Invalidate), the last of a Read Response the outbound Read queue
+//! head; a Read Request goes to the inbound Read queue for the transmit side
+//! to answer; a TERMINATE ends the stream.
 
 use kernel::prelude::*;
 
 use super::{Seg, Sink};
 use crate::kif::siw::{Opcode, Status};
 use crate::mem::access::invalidate_now;
-use crate::qp::orq::IrqEntry;
+use crate::qp::reads::InboundRead;
 use crate::wire::{
     error::{ProtocolError, RdmapError},
     rdmap::{SegmentHeader, QN_READ_REQUEST, QN_SEND},
@@ -20,10 +20,10 @@ use crate::wire::{
 impl Sink<'_> {
     /// Completes what the segment carrying `hdr` finished.
     pub(super) fn end_segment(&mut self, hdr: &SegmentHeader) -> Result<(), ProtocolError> {
-        match core::mem::replace(&mut self.c.seg, Seg::None) {
+        match core::mem::replace(&mut self.state.seg, Seg::None) {
             Seg::Send { len, .. } => {
-                if let Some(m) = self.c.send.get_mut() {
-                    m.advance(len);
+                if let Some(msg) = self.state.send.get_mut() {
+                    msg.advance(len);
                 }
                 if hdr.ctrl.last {
                     self.finish_send()?;
@@ -32,10 +32,10 @@ impl Sink<'_> {
             }
             Seg::ReadResp { len, .. } => {
                 let done = {
-                    let mut orq = self.qp.orq.lock();
-                    match orq.head_mut() {
-                        Some(e) => {
-                            e.placed = e.placed.saturating_add(len);
+                    let mut outbound = self.qp.outbound_reads.lock();
+                    match outbound.head_mut() {
+                        Some(head) => {
+                            head.placed = head.placed.saturating_add(len);
                             hdr.ctrl.last
                         }
                         None => false,
@@ -46,10 +46,10 @@ impl Sink<'_> {
                 }
                 Ok(())
             }
-            Seg::ReadReq { rr, msn } => {
-                self.c.msns.advance(QN_READ_REQUEST);
-                let e = IrqEntry { rr, msn };
-                if !self.qp.irq.lock().push(e, &self.qp.lockfree) {
+            Seg::ReadReq { request, msn } => {
+                self.state.msns.advance(QN_READ_REQUEST);
+                let read = InboundRead { request, msn };
+                if !self.qp.inbound_reads.lock().push(read, &self.qp.lockfree) {
                     crate::qp_warn!(self.qp.handle, "QP {}: IRD exceeded\n", self.qp.id());
                     return Err(RdmapError::CatastrophicStream.into());
                 }
@@ -67,43 +67,44 @@ impl Sink<'_> {
     /// Completes the Send in progress.
     fn finish_send(&mut self) -> Result<(), ProtocolError> {
         // Completed in place; the slot is emptied at the end.
-        let c = &mut *self.c;
-        let Some(m) = c.send.get_mut() else {
+        let state = &mut *self.state;
+        let Some(msg) = state.send.get_mut() else {
             return Ok(());
         };
-        c.msns.advance(QN_SEND);
-        let r = match m.finish(self.qp) {
-            Err(e) => {
+        state.msns.advance(QN_SEND);
+        let result = match msg.finish(self.qp) {
+            Err(err) => {
                 // Completed after the TERMINATE is queued (see
                 // `Actions::run`).
-                self.act.failed = Some((*m.rqe(), m.placed(), Status::RemInvReqErr));
-                Err(e.into())
+                self.act.failed = Some((*msg.rqe(), msg.placed(), Status::RemInvReqErr));
+                Err(err.into())
             }
             Ok(inval) => {
                 let _ = self
                     .qp
-                    .complete_rqe(m.rqe(), m.placed(), inval, Status::Success);
+                    .complete_rqe(msg.rqe(), msg.placed(), inval, Status::Success);
                 Ok(())
             }
         };
-        c.send.end();
-        r
+        state.send.end();
+        result
     }
 
-    /// Completes the ORQ head (its Read Response is complete).
+    /// Completes the outbound Read queue head (its Read Response is
+    /// complete).
     fn finish_read(&mut self) -> Result<(), ProtocolError> {
-        let (e, stalled) = self.qp.orq.lock().pop_wake();
+        let (read, stalled) = self.qp.outbound_reads.lock().pop_wake();
         // Wake the transmit work only if it waits for this ORD slot (or
         // the fence): most Reads complete with nothing queued behind.
         self.act.wake_tx |= stalled;
-        let Some(e) = e else { return Ok(()) };
+        let Some(read) = read else { return Ok(()) };
         let mut status = Status::Success;
-        if e.opcode == Opcode::ReadLocalInv {
-            if invalidate_now(&self.qp.mem_xa, self.qp.pd_id, e.sink.lkey).is_err() {
+        if read.opcode == Opcode::ReadLocalInv {
+            if invalidate_now(&self.qp.mem_xa, self.qp.pd_id, read.sink.lkey).is_err() {
                 status = Status::GeneralErr;
             }
         }
-        let _ = self.qp.complete_wr(e.wr(), e.placed, status);
+        let _ = self.qp.complete_wr(read.wr(), read.placed, status);
         if status != Status::Success {
             return Err(RdmapError::LocalCatastrophic.into());
         }

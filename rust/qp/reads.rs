@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The QP's RDMA Read queues and what they hold: the [`Orq`] of outbound
-//! Reads awaiting their Read Response (ORD), the [`Irq`] of inbound Read
-//! Requests to answer (IRD) with the TERMINATE the receive side hands to
-//! the transmit work, both in a bounded [`Fifo`] (the ring of
+//! The QP's RDMA Read queues and what they hold: [`OutboundReads`], the
+//! outbound Reads awaiting their Read Response (ORD), and [`InboundReads`],
+//! the inbound Read Requests to answer (IRD) with the TERMINATE the receive
+//! side hands to the transmit work, both in a bounded [`Fifo`] (the ring of
 //! [`crate::state::fifo`] in a `KVec`), and [`WrRef`], what the completion
 //! of a work request whose queue slot was given back needs.
 
@@ -21,7 +21,7 @@ pub(super) const TERM_MAX: usize = 72;
 
 /// A bounded first-in first-out queue in a `KVec` whose capacity (ORD or
 /// IRD) is set when the connection starts; none before.
-pub type Fifo<T> = fifo::Fifo<T, KVec<Option<T>>>;
+pub(crate) type Fifo<T> = fifo::Fifo<T, KVec<Option<T>>>;
 
 impl<T> Slots<T> for KVec<Option<T>> {
     type Error = AllocError;
@@ -37,24 +37,24 @@ impl<T> Slots<T> for KVec<Option<T>> {
 
 /// An outbound RDMA Read awaiting its Read Response.
 #[derive(Clone)]
-pub struct OrqEntry {
+pub(crate) struct OutboundRead {
     /// Work request id.
-    pub id: u64,
+    pub(crate) id: u64,
     /// Work request flags.
-    pub flags: WqeFlags,
+    pub(crate) flags: WqeFlags,
     /// [`Opcode::Read`] or [`Opcode::ReadLocalInv`].
-    pub opcode: Opcode,
+    pub(crate) opcode: Opcode,
     /// The sink SGE (STag = lkey, TO = address).
-    pub sink: Sge,
+    pub(crate) sink: Sge,
     /// The sink memory (none for a zero-length Read).
     pub(crate) mem: Option<MemRef>,
     /// Octets of the response placed so far.
-    pub placed: u32,
+    pub(crate) placed: u32,
 }
 
-impl OrqEntry {
+impl OutboundRead {
     /// What its completion needs.
-    pub fn wr(&self) -> WrRef {
+    pub(crate) fn wr(&self) -> WrRef {
         WrRef {
             id: self.id,
             flags: self.flags,
@@ -64,10 +64,11 @@ impl OrqEntry {
 }
 
 /// Outbound RDMA Reads awaiting their Read Response (at most ORD), under
-/// the QP's `orq` lock; its fields change only through its methods.
-pub struct Orq {
+/// the QP's `outbound_reads` lock; its fields change only through its
+/// methods.
+pub(crate) struct OutboundReads {
     /// The Reads, oldest first.
-    q: Fifo<OrqEntry>,
+    q: Fifo<OutboundRead>,
     /// The transmit work stopped at a Read (ORD reached) or a fenced work
     /// request: the Read Response that frees a slot wakes it.
     stalled: bool,
@@ -75,18 +76,18 @@ pub struct Orq {
 
 /// What a completion needs of a work request whose slot was given back.
 #[derive(Clone, Copy, Debug)]
-pub struct WrRef {
+pub(crate) struct WrRef {
     /// Work request id.
-    pub id: u64,
+    pub(crate) id: u64,
     /// Work request flags.
-    pub flags: WqeFlags,
+    pub(crate) flags: WqeFlags,
     /// Opcode, as the element had it.
-    pub opcode: RawOpcode,
+    pub(crate) opcode: RawOpcode,
 }
 
 impl WrRef {
     /// The reference of a send queue element.
-    pub fn of(sqe: &Sqe) -> Self {
+    pub(crate) fn of(sqe: &Sqe) -> Self {
         Self {
             id: sqe.id,
             flags: sqe.flags,
@@ -95,21 +96,21 @@ impl WrRef {
     }
 }
 
-impl Default for Orq {
+impl Default for OutboundReads {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Default for Irq {
+impl Default for InboundReads {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Orq {
+impl OutboundReads {
     /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             q: Fifo::from_slots(KVec::new()),
             stalled: false,
@@ -119,21 +120,21 @@ impl Orq {
     /// Empties the queue for a new connection, with room for `q`'s
     /// capacity (ORD) from now on; returns the old one (to be dropped
     /// without the lock).
-    pub fn restart(&mut self, q: Fifo<OrqEntry>) -> Fifo<OrqEntry> {
+    pub(crate) fn restart(&mut self, q: Fifo<OutboundRead>) -> Fifo<OutboundRead> {
         self.stalled = false;
         core::mem::replace(&mut self.q, q)
     }
 
     /// ORD: how many Reads may be outstanding (0 before the connection
     /// started, or when it allows none).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.q.capacity()
     }
 
     /// Queues the Read `e`; `false` when ORD is reached, and then the
     /// transmit work waits: the Read Response that frees a slot wakes it
-    /// (see [`Orq::pop_wake`]).
-    pub fn push(&mut self, e: OrqEntry) -> bool {
+    /// (see [`OutboundReads::pop_wake`]).
+    pub(crate) fn push(&mut self, e: OutboundRead) -> bool {
         if self.q.push(e).is_err() {
             self.stalled = true;
             return false;
@@ -143,8 +144,8 @@ impl Orq {
 
     /// A read-fenced work request is next: whether it must wait for the
     /// outstanding Reads; if so the transmit work waits, and the next
-    /// Read Response wakes it (see [`Orq::pop_wake`]).
-    pub fn fence_waits(&mut self) -> bool {
+    /// Read Response wakes it (see [`OutboundReads::pop_wake`]).
+    pub(crate) fn fence_waits(&mut self) -> bool {
         if self.q.is_empty() {
             return false;
         }
@@ -154,56 +155,46 @@ impl Orq {
 
     /// Removes the oldest outstanding Read; also says whether the
     /// transmit work waits for that (see `stalled`).
-    pub fn pop_wake(&mut self) -> (Option<OrqEntry>, bool) {
+    pub(crate) fn pop_wake(&mut self) -> (Option<OutboundRead>, bool) {
         let e = self.pop();
         (e, core::mem::take(&mut self.stalled))
     }
 
-    /// Outstanding Reads.
-    pub fn len(&self) -> usize {
-        self.q.len()
-    }
-
-    /// Whether no Read is outstanding.
-    pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
-    }
-
     /// The oldest outstanding Read.
-    pub fn head_mut(&mut self) -> Option<&mut OrqEntry> {
+    pub(crate) fn head_mut(&mut self) -> Option<&mut OutboundRead> {
         self.q.head_mut()
     }
 
     /// Removes the oldest outstanding Read.
-    pub fn pop(&mut self) -> Option<OrqEntry> {
+    pub(crate) fn pop(&mut self) -> Option<OutboundRead> {
         self.q.pop()
     }
 }
 
 /// An inbound RDMA Read Request to answer.
 #[derive(Clone, Copy, Debug)]
-pub struct IrqEntry {
+pub(crate) struct InboundRead {
     /// The request.
-    pub rr: ReadRequest,
+    pub(crate) request: ReadRequest,
     /// Its MSN (for the copied header of a TERMINATE).
-    pub msn: u32,
+    pub(crate) msn: u32,
 }
 
 /// A TERMINATE ULPDU waiting to be sent.
 #[derive(Clone, Copy)]
-pub struct TermMsg {
+pub(crate) struct TermMsg {
     pub(super) buf: [u8; TERM_MAX],
     pub(super) len: u8,
 }
 
 /// Inbound RDMA Read Requests to answer (at most IRD), plus the requests
 /// the receive side (softirq) passes to the transmit work, under the QP's
-/// `irq` lock; its fields change only through its methods, which also
-/// raise the QP's lock-free flag that sends the transmit side here
-/// ([`LockFree::note_irq_queued`]) with what they queue.
-pub struct Irq {
+/// `inbound_reads` lock; its fields change only through its methods, which
+/// also raise the QP's lock-free flag that sends the transmit side here
+/// ([`LockFree::note_inbound_reads_queued`]) with what they queue.
+pub(crate) struct InboundReads {
     /// The Read Requests, oldest first.
-    q: Fifo<IrqEntry>,
+    q: Fifo<InboundRead>,
     // INVARIANT: `true` exactly while the transmit side has a Read
     // Response job for a request it took from `q`: set by `take_work`
     // together with the pop, cleared by `end_response` when that job
@@ -215,9 +206,9 @@ pub struct Irq {
     term: Option<TermMsg>,
 }
 
-impl Irq {
+impl InboundReads {
     /// An empty queue (no capacity until the connection starts).
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             q: Fifo::from_slots(KVec::new()),
             active: false,
@@ -228,7 +219,7 @@ impl Irq {
     /// Empties the queue for a new connection, with room for `q`'s
     /// capacity (IRD) from now on: no response in progress, no TERMINATE.
     /// Returns the old queue (to be dropped without the lock).
-    pub fn restart(&mut self, q: Fifo<IrqEntry>) -> Fifo<IrqEntry> {
+    pub(crate) fn restart(&mut self, q: Fifo<InboundRead>) -> Fifo<InboundRead> {
         self.active = false;
         self.term = None;
         core::mem::replace(&mut self.q, q)
@@ -236,7 +227,7 @@ impl Irq {
 
     /// Queues a Read Request and tells the transmit side (`lf`, the QP's
     /// lock-free state); `false` when IRD is exhausted.
-    pub(super) fn push(&mut self, e: IrqEntry, lf: &LockFree) -> bool {
+    pub(super) fn push(&mut self, e: InboundRead, lf: &LockFree) -> bool {
         // As siw: the response being sent does not count (it left the
         // queue), so a peer may see IRD + 1 accepted; this also covers the
         // peer's next Read Request overtaking our bookkeeping of the
@@ -244,7 +235,7 @@ impl Irq {
         if self.q.push(e).is_err() {
             return false;
         }
-        lf.note_irq_queued();
+        lf.note_inbound_reads_queued();
         true
     }
 
@@ -255,24 +246,25 @@ impl Irq {
             return false;
         }
         self.term = Some(t);
-        lf.note_irq_queued();
+        lf.note_inbound_reads_queued();
         true
     }
 
     /// Whether a TERMINATE waits to be sent.
-    pub fn term_pending(&self) -> bool {
+    pub(crate) fn term_pending(&self) -> bool {
         self.term.is_some()
     }
 
-    /// The transmit side's look (after [`LockFree::take_irq_queued`]):
-    /// takes the TERMINATE if there is one, else with `reads` the oldest
-    /// Read Request, whose response becomes the active one. Tells the
-    /// transmit side (`lf`) to look again when work is left.
+    /// The transmit side's look (after
+    /// [`LockFree::take_inbound_reads_queued`]): takes the TERMINATE if there
+    /// is one, else with `reads` the oldest Read Request, whose response
+    /// becomes the active one. Tells the transmit side (`lf`) to look again
+    /// when work is left.
     pub(super) fn take_work(
         &mut self,
         reads: bool,
         lf: &LockFree,
-    ) -> (Option<TermMsg>, Option<IrqEntry>) {
+    ) -> (Option<TermMsg>, Option<InboundRead>) {
         let r = match self.term.take() {
             Some(t) => (Some(t), None),
             None if reads => {
@@ -285,13 +277,13 @@ impl Irq {
             None => (None, None),
         };
         if self.term.is_some() || !self.q.is_empty() {
-            lf.note_irq_queued();
+            lf.note_inbound_reads_queued();
         }
         r
     }
 
     /// The active Read Response ended (sent, failed or refused).
-    pub fn end_response(&mut self) {
+    pub(crate) fn end_response(&mut self) {
         self.active = false;
     }
 }
