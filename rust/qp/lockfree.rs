@@ -15,7 +15,7 @@
 //! | receiving | [`LockFree::start_receiving`] | never | Release / Acquire |
 //! | inbound Read work | [`LockFree::note_inbound_reads_queued`] (receive side, transmit side) | [`LockFree::take_inbound_reads_queued`] (transmit side), [`LockFree::new_connection`] | Release / AcqRel |
 //! | TCP closed | [`LockFree::note_llp_closed`] (any context) | [`LockFree::take_llp_closed`] (transmit side), [`LockFree::new_connection`] | Release / AcqRel |
-//! | sending held | [`LockFree::hold_tx`] (start of receiving) | [`LockFree::release_tx`] (receive side) | Release / Acquire, AcqRel |
+//! | sending held | [`LockFree::hold_tx`] (start of receiving) | [`LockFree::release_tx`] (receive side; the CM's first silence check ends a grace) | Release / Acquire, AcqRel |
 //! | received | [`LockFree::note_received`] (receive side) | [`LockFree::take_received`] (doorbell) | Relaxed |
 //! | streaming | [`LockFree::set_streaming`] (transmit side, per message) | the same | Relaxed |
 //!
@@ -38,7 +38,8 @@
 //! - **Inbound Read work**: a Read Request or a TERMINATE was queued in the
 //!   QP's [`InboundReads`](super::reads::InboundReads) (raised by its
 //!   methods, under its lock, with what they queued): the transmit
-//!   function takes the `inbound_reads` lock only when it is set, once or twice per message. Taking it is a load
+//!   function takes the `inbound_reads` lock only when it is set, once or
+//!   twice per message. Taking it is a load
 //!   and, only when set, a swap (no read-modify-write in the common case);
 //!   the transmit side raises it again under the lock when it left work
 //!   in the queue, so no queued entry is forgotten: an entry queued after
@@ -51,12 +52,15 @@
 //!   the take is a load and, only when set, a swap (AcqRel), so exactly
 //!   one transmit run reports the close.
 //! - **Sending held**: a responder sends nothing before the initiator's
-//!   first FPDU arrived (`Conn::hold_tx`): set (Release) when receiving
+//!   first FPDU arrived (`Conn::hold`): set (Release) when receiving
 //!   starts, before the transmit side starts; looked at by the transmit
 //!   side before each job (Acquire: a run that finds sending released
 //!   also sees what the receive side did before it released it);
 //!   released by the receive side with a swap (AcqRel) that says which
-//!   one context released it (and wakes the transmit work). The receive
+//!   one context released it (and wakes the transmit work); a
+//!   client-server responder's grace is released the same way by the
+//!   connection manager's first check of the peer's silence
+//!   (`Qp::end_responder_grace`). The receive
 //!   side's own look before that swap is Relaxed: it only decides whether
 //!   the swap is tried.
 //! - **Received**: octets arrived since the last doorbell (set before
