@@ -78,7 +78,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
     if !emission.limits.mode.markers && emission.job.term.is_none() {
-        let max = CAPS.max_payload(emission.limits, hdr_len, emission.job.src.buffers());
+        let max = emission.max_payload(&CAPS, hdr_len, emission.job.src.buffers());
         if let Some(segment) = emission.pos.rest_in_one(max) {
             if let Some(sent) = send_rest_in_one(&mut emission, &out, &segment, stats, queued)? {
                 return Ok(sent);
