@@ -152,7 +152,11 @@ impl TxState {
     /// Ends the message in transmission (sent, failed or abandoned);
     /// returns what it was and its length.
     pub(super) fn end_job(&mut self) -> Option<(Kind, u32)> {
-        self.job.take().map(|job| (job.kind, job.total))
+        let ended = self.job.as_ref().map(|job| (job.kind, job.total));
+        // Dropped in place, not moved out first: a job is a few hundred
+        // octets.
+        self.job = None;
+        ended
     }
 
     /// In the Terminate state: abandons the message in transmission unless
