@@ -19,6 +19,7 @@ use crate::mem::access::MemFault;
 use crate::qp::reads::TERM_MAX;
 use crate::wire::{
     crc::{crc_to_wire, Crc32c},
+    rdmap::MAX_HDR_LEN,
     tx::{frame_plain_head, FpduPlan, Segment, TxPiece, PLAIN_TAIL_MAX},
     txstream::{skip_taken, BatchPlanner, CallCaps, Taken},
 };
@@ -78,7 +79,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
     // The common case, a message (or its rest) that fits one FPDU without
     // markers: framed around the payload directly, without the planner.
     if !emission.limits.mode.markers && emission.job.term.is_none() {
-        let max = CAPS.max_payload(emission.limits, hdr_len, emission.job.src.buffers());
+        let max = emission.max_payload(&CAPS, hdr_len, emission.job.src.buffers());
         if let Some(segment) = emission.pos.rest_in_one(max) {
             if let Some(sent) = send_rest_in_one(&mut emission, &out, &segment, stats, queued)? {
                 return Ok(sent);
@@ -139,48 +140,46 @@ fn send_single(
     more: bool,
 ) -> Result<Option<(usize, usize)>> {
     // The header is encoded where it is sent from, after the room of the
-    // ULPDU_Length field.
-    let mut head = [0u8; 2 + HDR_MAX];
+    // ULPDU_Length field (a Send's or Write's header: never a TERMINATE).
+    let mut head = [0u8; 2 + MAX_HDR_LEN];
     let header_len = job
         .header(segment, head.get_mut(2..).unwrap_or(&mut []))
         .ok_or(EINVAL)?;
-    let mut data: [&[u8]; SINGLE_PIECES] = [&[]; SINGLE_PIECES];
+    // The send call's pieces: the head, the payload where it lies, the
+    // tail (PAD and CRC). The payload goes into its slots at once.
+    let mut kvecs: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
     let mut data_pieces = 0;
     let mut done = 0u32;
     while done < segment.len {
-        let Some(slot) = data.get_mut(data_pieces) else {
+        if data_pieces == SINGLE_PIECES {
             return Ok(None);
-        };
+        }
         let msg_offset = segment.offset.checked_add(done).ok_or(EINVAL)?;
         let chunk = job.payload(out.entered, msg_offset, segment.len - done)?;
         if chunk.is_empty() {
             return Err(EFAULT);
         }
-        *slot = chunk;
         data_pieces += 1;
+        if let Some(slot) = kvecs.get_mut(data_pieces) {
+            *slot = chunk;
+        }
         done += chunk.len() as u32;
     }
-    let data = data.get(..data_pieces).unwrap_or(&[]);
     let mut tail = [0u8; PLAIN_TAIL_MAX];
     let mut crc32c = KernelCrc32c::new();
     let (head_len, tail_len) = frame_plain_head(
         header_len,
-        data,
+        kvecs.get(1..1 + data_pieces).unwrap_or(&[]),
         crc.then_some(&mut crc32c),
         &mut head,
         &mut tail,
     )
     .map_err(|_| EINVAL)?;
-    let mut kvecs: [&[u8]; SINGLE_PIECES + 2] = [&[]; SINGLE_PIECES + 2];
-    let pieces = Iterator::chain(
-        Iterator::chain(
-            core::iter::once(head.get(..head_len).unwrap_or(&[])),
-            data.iter().copied(),
-        ),
-        core::iter::once(tail.get(..tail_len).unwrap_or(&[])),
-    );
-    for (slot, piece) in kvecs.iter_mut().zip(pieces) {
-        *slot = piece;
+    if let Some(slot) = kvecs.first_mut() {
+        *slot = head.get(..head_len).unwrap_or(&[]);
+    }
+    if let Some(slot) = kvecs.get_mut(1 + data_pieces) {
+        *slot = tail.get(..tail_len).unwrap_or(&[]);
     }
     let total = head_len + segment.len as usize + tail_len;
     let sent_len = out

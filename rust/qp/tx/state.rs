@@ -14,7 +14,7 @@ use crate::mem::access::StagCache;
 use crate::qp::{details::Traffic, Conn};
 use crate::wire::{
     mpa::MpaMode,
-    txstream::{TxLimits, TxPos},
+    txstream::{CallCaps, TxLimits, TxPos},
 };
 
 /// Scratch octets for ULPDU_Length, headers, markers, PAD and CRC fields.
@@ -48,7 +48,21 @@ pub(crate) struct TxState {
     stags: StagCache,
     /// What went to TCP (whole batches).
     sent: Traffic,
+    /// The last [`CallCaps::max_payload`] asked for, see
+    /// [`Emission::max_payload`].
+    max_payload: MaxPayload,
     scratch: [u8; SCRATCH],
+}
+
+/// [`CallCaps::max_payload`] of the connection's limits for one header
+/// length and number of buffers: the same for every message of a kind,
+/// and a loop over the worst case of an FPDU to compute, so it is kept
+/// for the next message (`hdr_len` 0: nothing kept).
+#[derive(Clone, Copy, Default)]
+struct MaxPayload {
+    hdr_len: usize,
+    buffers: usize,
+    max: u32,
 }
 
 impl Default for TxState {
@@ -71,6 +85,7 @@ impl TxState {
             conn: None,
             stags: StagCache::new(),
             sent: Traffic::default(),
+            max_payload: MaxPayload::default(),
             scratch: [0; SCRATCH],
         }
     }
@@ -93,6 +108,7 @@ impl TxState {
         self.job = None;
         self.sq_next = None;
         self.corked = false;
+        self.max_payload = MaxPayload::default();
     }
 
     /// The connection sent on, once started and until taken.
@@ -136,7 +152,11 @@ impl TxState {
     /// Ends the message in transmission (sent, failed or abandoned);
     /// returns what it was and its length.
     pub(super) fn end_job(&mut self) -> Option<(Kind, u32)> {
-        self.job.take().map(|job| (job.kind, job.total))
+        let ended = self.job.as_ref().map(|job| (job.kind, job.total));
+        // Dropped in place, not moved out first: a job is a few hundred
+        // octets.
+        self.job = None;
+        ended
     }
 
     /// In the Terminate state: abandons the message in transmission unless
@@ -220,6 +240,7 @@ impl TxState {
             pos: &mut self.pos,
             corked: &mut self.corked,
             sent: &mut self.sent,
+            max_payload: &mut self.max_payload,
             scratch: &mut self.scratch,
         }))
     }
@@ -238,11 +259,29 @@ pub(super) struct Emission<'a> {
     pub(super) pos: &'a mut TxPos,
     corked: &'a mut bool,
     sent: &'a mut Traffic,
+    max_payload: &'a mut MaxPayload,
     /// Scratch octets for the fields written between payload pieces.
     pub(super) scratch: &'a mut [u8; SCRATCH],
 }
 
 impl Emission<'_> {
+    /// [`CallCaps::max_payload`] of `caps` for the connection's limits,
+    /// a header of `hdr_len` octets and payload from `buffers` buffers,
+    /// computed once per connection and kind of message.
+    pub(super) fn max_payload(&mut self, caps: &CallCaps, hdr_len: usize, buffers: usize) -> u32 {
+        let kept = *self.max_payload;
+        if kept.hdr_len == hdr_len && kept.buffers == buffers && hdr_len != 0 {
+            return kept.max;
+        }
+        let max = caps.max_payload(self.limits, hdr_len, buffers);
+        *self.max_payload = MaxPayload {
+            hdr_len,
+            buffers,
+            max,
+        };
+        max
+    }
+
     /// Notes a send call to TCP with `MSG_MORE` set when `queued` (another
     /// message follows) or `more` (the message goes on): a send without it
     /// pushes everything TCP held back before.
