@@ -62,9 +62,10 @@ struct RsiwModule {
 }
 
 impl kernel::Module for RsiwModule {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let wq = kif::compat::workqueue::WqOwner::new()?;
-        let link = kif::rdma::link::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
+        let link =
+            kif::rdma::link::LinkRegistration::register::<device::Link>(module, c_str!("rsiw"))?;
         pr_info!("soft-iWARP device type 'rsiw' registered\n");
         Ok(RsiwModule {
             _link: link,

@@ -11,6 +11,7 @@ use kernel::{
     prelude::*,
     str::CStr,
     types::{ARef, AlwaysRefCounted, Opaque},
+    ThisModule,
 };
 
 use super::{adapter::Adapter, registry::Registry, Driver};
@@ -111,10 +112,17 @@ impl<T: Driver> Device<T> {
     /// `data`. The device lives until the RDMA core unregisters it
     /// (`rdma link delete`, [`RegisteredDevice::unregister_queued`], module
     /// unload).
+    ///
+    /// Needs the module's live [`LinkRegistration`](super::link::LinkRegistration)
+    /// (`ENODEV` without one), whose driver is `T` (`EINVAL` otherwise):
+    /// the device belongs to the module given to it.
     pub fn register(setup: DeviceSetup<'_>, data: impl PinInit<T::Data, Error>) -> Result {
         let reg = Registry::get().ok_or(ENODEV)?;
+        if !reg.is_of::<T>() {
+            return Err(EINVAL);
+        }
         let new = NewDevice::<T>::alloc(data)?;
-        new.set_up(&setup)?;
+        new.set_up(&setup, reg.module())?;
         reg.add(new.ib)?;
         new.register(setup.name, reg)
     }
@@ -201,9 +209,11 @@ impl<T: Driver> NewDevice<T> {
         })
     }
 
-    /// Sets the device's identity, its operations and its net device.
-    fn set_up(&self, setup: &DeviceSetup<'_>) -> Result {
-        let ops = Adapter::<T>::ops();
+    /// Sets the device's identity, its operations, its owner `module` and
+    /// its net device.
+    fn set_up(&self, setup: &DeviceSetup<'_>, module: &'static ThisModule) -> Result {
+        // `T`'s table, built once at compile time and shared by its devices.
+        let ops: &'static bindings::ib_device_ops = &Adapter::<T>::OPS;
         let ib = self.ib.as_ptr();
         // SAFETY: the device is exclusively ours until registration (type
         // invariant); every field set here is plain data the core reads at
@@ -227,7 +237,14 @@ impl<T: Driver> NewDevice<T> {
             if T::IW_NO_PORT_MAP {
                 (*ib).iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;
             }
-            bindings::ib_set_device_ops(ib, &ops);
+            bindings::ib_set_device_ops(ib, ops);
+            // What the table cannot hold, known only at run time: the
+            // module (the registration's) and the sysfs group the C glue
+            // builds (see `Adapter::OPS`). Set after `ib_set_device_ops`,
+            // which copies the table into the device: the copy is what the
+            // core reads.
+            (*ib).ops.owner = module.as_ptr();
+            (*ib).ops.device_group = Adapter::<T>::attr_group();
             to_result(bindings::ib_device_set_netdev(
                 ib,
                 setup.ndev.as_ptr(),
@@ -317,14 +334,16 @@ impl<T: Driver> RegisteredDevice<T> {
     unsafe fn from_held(ib: NonNull<bindings::ib_device>) -> Option<ARef<Self>> {
         let p = ib.as_ptr();
         // SAFETY: the reference keeps the device and its `ops` stable;
-        // `owner` is set by `ib_set_device_ops` from the table of the
-        // module that made the device.
+        // `owner` is the module that made the device (`set_up`).
         let owner = unsafe { (*p).ops.owner };
-        let ours = owner == crate::THIS_MODULE.as_ptr() && {
-            // SAFETY: every device of this module is a `Device<U>` of one
-            // of its drivers `U`, all of which start with the `ib_device`
-            // and the `TypeId` (`repr(C)`), so `driver` is at the same
-            // offset in all.
+        // The module is the live registration's: while this module has
+        // devices, it has one.
+        let module = Registry::get().map(|reg| reg.module().as_ptr());
+        let ours = module == Some(owner) && {
+            // SAFETY: every device this module made is a `Device<U>` of a
+            // driver `U`, all of which start with the `ib_device` and the
+            // `TypeId` (`repr(C)`), so `driver` is at the same offset in
+            // all.
             let driver = unsafe { (*p.cast::<Device<T>>()).driver };
             driver == TypeId::of::<T>()
         };

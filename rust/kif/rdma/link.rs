@@ -6,7 +6,7 @@
 //! unregisters the driver's devices when it goes.
 
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque};
+use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque, ThisModule};
 
 use super::{registry::Registry, Device, Driver, RegisteredDevice};
 use crate::kif::{
@@ -28,6 +28,10 @@ pub trait LinkDriver: 'static {
 ///
 /// Dropping it unregisters both and then every device of the driver,
 /// waiting until the RDMA core has released each of them.
+///
+/// A module has at most one at a time (the RDMA core's callbacks find it
+/// in a static of the module), and registers devices only of its
+/// [`LinkDriver::Driver`], through [`Device::register`].
 ///
 /// # Invariants
 ///
@@ -99,9 +103,15 @@ unsafe extern "C" fn notifier_cb<T: LinkDriver>(
 
 impl LinkRegistration {
     /// Registers the RDMA link type `kind` (a static string) and the net
-    /// device notifier, both served by `T`.
-    pub fn new<T: LinkDriver>(kind: &'static CStr) -> Result<Pin<KBox<Self>>> {
-        let registry = Registry::new()?;
+    /// device notifier, both served by `T`, for `module`, which owns the
+    /// devices that `T` then registers (their operations table names it:
+    /// the RDMA core holds the module while a user has one of them open).
+    /// `EBUSY` if `module` has a live `LinkRegistration` already.
+    pub fn register<T: LinkDriver>(
+        module: &'static ThisModule,
+        kind: &'static CStr,
+    ) -> Result<Pin<KBox<Self>>> {
+        let registry = Registry::new::<T::Driver>(module)?;
         let this = KBox::pin_init(
             try_pin_init!(Self {
                 link <- Opaque::ffi_init(|p: *mut bindings::rdma_link_ops| {

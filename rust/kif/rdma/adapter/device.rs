@@ -297,7 +297,14 @@ impl<T: Driver> Adapter<T> {
     /// The sysfs group of `T`'s driver attributes ([`Driver::ATTRS`]),
     /// or null without any. The C glue keeps the names and these entry
     /// points; every device of `T` shares the group.
-    pub(super) fn attr_group() -> *const bindings::attribute_group {
+    ///
+    /// A run-time value, so not part of [`Adapter::OPS`]: the group is a
+    /// static of the C glue, filled in on first use from `T::ATTRS` and
+    /// these entry points (a generic Rust item cannot own a static per
+    /// driver type, which the group and its attributes would need to be).
+    /// The module has one such group, its registered driver's
+    /// ([`Device::register`] takes devices of that driver only).
+    pub(in crate::kif::rdma) fn attr_group() -> *const bindings::attribute_group {
         let n = T::ATTRS.len();
         if !T::HAS_ATTR_SHOW || n == 0 || n > MAX_ATTRS {
             return ptr::null();
