@@ -146,8 +146,8 @@ impl<T: Driver> Device<T> {
     }
 
     /// The device of driver `T` on `ndev`, if there is one (devices of
-    /// other drivers with the same driver id, such as upstream siw, are
-    /// ignored).
+    /// other drivers with the same driver id, such as those of another
+    /// module, are ignored).
     pub fn get_by_netdev(ndev: &NetDev<'_>) -> Option<ARef<RegisteredDevice<T>>> {
         // SAFETY: `ndev` is a live net device; the device returned, if
         // any, carries a reference that is ours from here on.

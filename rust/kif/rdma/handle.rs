@@ -145,7 +145,10 @@ impl QpHandle {
         ))
     }
 
-    /// The token a kernel CQE carries to name this QP (`siw_cqe.base_qp`).
+    /// The token that names this QP in a work completion
+    /// ([`WorkCompletion::qp`](super::wc::WorkCompletion::qp)); a driver
+    /// may keep it in its own completion records (siw's `siw_cqe.base_qp`
+    /// is such a field).
     pub fn token(&self) -> u64 {
         self.1
     }

@@ -14,13 +14,19 @@ use crate::kif::{
     net::{NetDev, NetdevEvent},
 };
 
-/// What the driver does for the link type and for net device events.
+/// What the driver does for its link type and for net device events.
 pub trait LinkDriver: 'static {
     /// The verbs driver whose devices this link type creates.
     type Driver: Driver;
-    /// `rdma link add NAME type rsiw netdev DEV`: create and register a device.
+    /// The link type's name, `KIND` in `rdma link add NAME type KIND netdev
+    /// DEV` (the RDMA core loads a module by its alias `rdma-link-KIND` when
+    /// no driver has registered `KIND`).
+    const KIND: &'static CStr;
+    /// `rdma link add NAME type KIND netdev DEV`: create and register a
+    /// device named `NAME` on `ndev` ([`Device::register`]).
     fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result;
-    /// A net device event for a net device that carries an rsiw device.
+    /// A net device event for a net device that carries a device of
+    /// [`LinkDriver::Driver`].
     fn netdev_event(dev: &RegisteredDevice<Self::Driver>, ndev: &NetDev<'_>, event: NetdevEvent);
 }
 
@@ -102,15 +108,13 @@ unsafe extern "C" fn notifier_cb<T: LinkDriver>(
 }
 
 impl LinkRegistration {
-    /// Registers the RDMA link type `kind` (a static string) and the net
-    /// device notifier, both served by `T`, for `module`, which owns the
-    /// devices that `T` then registers (their operations table names it:
-    /// the RDMA core holds the module while a user has one of them open).
-    /// `EBUSY` if `module` has a live `LinkRegistration` already.
-    pub fn register<T: LinkDriver>(
-        module: &'static ThisModule,
-        kind: &'static CStr,
-    ) -> Result<Pin<KBox<Self>>> {
+    /// Registers the RDMA link type [`LinkDriver::KIND`] and the net device
+    /// notifier, both served by `T`, for `module`, which owns the devices
+    /// that `T` then registers (their operations table names it: the RDMA
+    /// core holds the module while a user has one of them open). `EBUSY`
+    /// if `module` has a live `LinkRegistration` already.
+    pub fn register<T: LinkDriver>(module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
+        let kind = T::KIND;
         let registry = Registry::new::<T::Driver>(module)?;
         let this = KBox::pin_init(
             try_pin_init!(Self {

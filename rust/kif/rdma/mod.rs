@@ -7,8 +7,16 @@
 //! core's calls into calls of the driver's methods with safe types.
 //!
 //! Nothing here is specific to one driver: the driver chooses its driver
-//! id, user ABI, limits and counters, and keeps its own state in each
-//! object the core creates.
+//! id, link type, user ABI, limits and counters ([`Driver`]'s and
+//! [`link::LinkDriver`]'s constants), gives its module at registration
+//! ([`link::LinkRegistration::register`]), and keeps its own state in each
+//! object the core creates. The device names are the user's (`rdma link
+//! add NAME`) and messages carry the module's own prefix.
+//!
+//! What kif calls in C is the module's own C glue (`rust/kif/rsiw_glue.c`,
+//! `kif::glue`), whose functions carry the prefix of the module it was
+//! written for: they are kif's private helpers, not part of this
+//! interface, whose items name no driver.
 
 mod adapter;
 pub mod attr;

@@ -159,8 +159,9 @@ impl Drop for Umem {
         // Where the caller may not sleep (the receive softirq, or a
         // flush under an interrupt-safe lock dropped the last reference:
         // a segment in progress keeps its memory past a deregistration)
-        // the release, which may sleep, goes to rsiw's workqueue, which
-        // outlives every memory region (devices go first).
+        // the release, which may sleep, goes to the module's workqueue
+        // (`kif::compat::workqueue`), which outlives every memory region
+        // (devices go first).
         // SAFETY: obtained from `ib_umem_get`, released exactly once.
         unsafe {
             if glue::rsiw_may_sleep()
@@ -207,8 +208,9 @@ fn kernel_range_ok(addr: u64, len: usize) -> Result<usize> {
 }
 
 /// The octets `[addr, addr + len)` of kernel memory named by a kernel
-/// consumer's DMA or fast-registration MR (rsiw's "DMA addresses" are
-/// kernel virtual addresses), for transmit. The slice borrows `owner` (the
+/// consumer's DMA or fast-registration MR, for transmit (a device
+/// registered here has no DMA device, so the RDMA core's virtual DMA makes
+/// its "DMA addresses" kernel virtual addresses). The slice borrows `owner` (the
 /// memory object) for its lifetime.
 pub fn kernel_slice<T>(_owner: &T, addr: u64, len: usize) -> Result<&[u8]> {
     if len == 0 {
