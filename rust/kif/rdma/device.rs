@@ -44,10 +44,21 @@ pub struct Device<T: Driver> {
     data: T::Data,
 }
 
-// SAFETY: the RDMA core serialises what it must of its `ib_device`; the
-// driver's data is `Send + Sync`.
+// SAFETY: a `Device<T>` is never owned by value (the RDMA core allocates
+// and frees it), but it is given up on any thread: a reference (an
+// `ARef<RegisteredDevice<T>>`) is dropped with `ib_device_put`, which any
+// thread may call, and the RDMA core calls `dealloc_driver`, which drops
+// the data, from whichever thread unregisters the device. That is sound as
+// `T::Data: Send`; the `ib_device` holds no thread-bound state (its locks
+// and lists are the RDMA core's, for any thread), and `driver` is a plain
+// `TypeId`.
 unsafe impl<T: Driver> Send for Device<T> {}
-// SAFETY: as above.
+// SAFETY: what a `&Device<T>` reaches from any thread: the driver's data,
+// which is `T::Data: Sync`; `driver`, read only; and the `ib_device`, only
+// through the RDMA core's functions (`ib_dispatch_event`,
+// `ib_device_try_get`, `ib_device_put`, `ib_unregister_device_queued`),
+// which synchronise themselves, and through reads of fields that are
+// written only before registration.
 unsafe impl<T: Driver> Sync for Device<T> {}
 
 impl<T: Driver> Deref for Device<T> {
@@ -159,7 +170,8 @@ impl<T: Driver> Device<T> {
     /// Whether any device of `T`'s driver id sits on `ndev`, whichever
     /// driver made it.
     pub fn any_on_netdev(ndev: &NetDev<'_>) -> bool {
-        // SAFETY: as in `get_by_netdev`; the reference is dropped at once.
+        // SAFETY: `ndev` is a live net device (a borrowed `NetDev`); the
+        // device returned, if any, carries a reference that is ours.
         let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_ptr(), T::DRIVER_ID.raw()) };
         if ib.is_null() {
             return false;
@@ -185,8 +197,13 @@ struct NewDevice<T: Driver> {
 impl<T: Driver> NewDevice<T> {
     /// Allocates a device and initialises its data with `data`.
     fn alloc(data: impl PinInit<T::Data, Error>) -> Result<Self> {
-        // SAFETY: a plain allocation; the core zeroes and initialises the
-        // `ib_device` at the head of a block of the size of `Device<T>`.
+        // SAFETY: a plain allocation (`ib_alloc_device`), which the core
+        // makes with `kzalloc(size)` and whose head it initialises as an
+        // `ib_device`. Size: `size_of::<Device<T>>()`, at least that of an
+        // `ib_device` (its first field, `repr(C)`). Alignment: kmalloc
+        // aligns a block to at least the largest power of two dividing its
+        // size, and a Rust type's size is a multiple of its alignment, so
+        // the block is aligned for `Device<T>`, whichever `T::Data` is.
         let ib = unsafe { bindings::_ib_alloc_device(size_of::<Device<T>>()) };
         let ib = NonNull::new(ib).ok_or(ENOMEM)?;
         let dev = ib.as_ptr().cast::<Device<T>>();

@@ -53,10 +53,16 @@ pub struct LinkRegistration {
     registry: Pin<KBox<Registry>>,
 }
 
-// SAFETY: the C structures are only touched by their registration calls,
-// which do their own locking.
+// SAFETY: what a `LinkRegistration` owns is not tied to a thread: the C
+// structures are touched only by their (un)registration calls, which take
+// the RDMA core's and the notifier chain's locks and may run on any thread,
+// and the registry is `Send` (a mutex and a condition variable). Dropping
+// it, the one thing an owner does with it, may happen on any thread that
+// may sleep.
 unsafe impl Send for LinkRegistration {}
-// SAFETY: as above; `&LinkRegistration` exposes nothing.
+// SAFETY: `LinkRegistration` has no method taking `&self`, and its fields
+// are private: a shared reference reads and writes nothing, so sharing one
+// between threads cannot race.
 unsafe impl Sync for LinkRegistration {}
 
 /// RDMA core entry point `newlink_cb`.

@@ -24,8 +24,11 @@ use crate::kif::glue;
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct DevPtr(NonNull<bindings::ib_device>);
 
-// SAFETY: only used as an identity and, with a reference taken, passed to
-// the RDMA core, which is thread safe.
+// SAFETY: `DevPtr` is moved between threads inside the registry's mutex.
+// It is a plain address: no thread owns what it points to, nothing is
+// dereferenced through it except the RDMA core's own calls
+// (`ib_device_try_get`, `ib_unregister_device_and_put`), which may be made
+// from any thread, on a device the registry's invariant keeps allocated.
 unsafe impl Send for DevPtr {}
 
 /// The registry of this module's devices, so that unload can unregister

@@ -11,9 +11,13 @@ use crate::kif::glue;
 #[derive(Clone, Copy)]
 struct PageAddr(NonNull<u8>);
 
-// SAFETY: pinned pages may be accessed from any context.
+// SAFETY: a `PageAddr` is an address, not an owner (the `Umem` holds the
+// pin): the direct map address of a pinned page, which is the same and
+// valid on every CPU and in every context, so it may move to any thread.
 unsafe impl Send for PageAddr {}
-// SAFETY: as above.
+// SAFETY: a `&PageAddr` gives only the address value (`Copy`, never
+// written after `pin`); what is done with the page is up to `Umem`'s
+// methods, which state their own arguments.
 unsafe impl Sync for PageAddr {}
 
 /// User memory pinned for the life of a memory region.
@@ -36,9 +40,17 @@ pub struct Umem {
     pages: KVVec<PageAddr>,
 }
 
-// SAFETY: the umem is only released in `drop`; pages are pinned.
+// SAFETY: a `Umem` owns its `ib_umem`, released once, in `drop`, on any
+// thread: directly where the thread may sleep, else through the module's
+// workqueue; and a `KVVec` of page addresses (`Send`). The pinned pages are
+// in the direct map for every thread.
 unsafe impl Send for Umem {}
-// SAFETY: shared access only reads page pointers.
+// SAFETY: the `&self` methods read fields that are not written after `pin`
+// (`start`, `len`, `first_off`, the page addresses) and hand out slices of
+// the pinned pages for copies (`with_range`, `slice`). That memory has no
+// exclusive owner, whoever holds the `Umem`: user space writes it at will
+// and the peer's RDMA writes land in it; RDMA's contract leaves ordering
+// such accesses to the application.
 unsafe impl Sync for Umem {}
 
 /// Pins user memory for a registration on a given device.
@@ -190,8 +202,9 @@ impl Umem {
         let page = self.pages.get(pg).ok_or(EFAULT)?;
         // The slice is only read (copied by TCP); user space changing the
         // buffer under a posted work request is its own fault.
-        // SAFETY: as in `with_range`: pinned page, in the direct map, range
-        // inside it.
+        // SAFETY: the page is pinned for `self`'s life (which the slice's
+        // borrows) and `page` is its direct map address; `[in_pg, in_pg +
+        // n)` lies inside it.
         let s = unsafe { core::slice::from_raw_parts(page.0.as_ptr().add(in_pg), n) };
         Ok(s)
     }
