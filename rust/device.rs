@@ -8,7 +8,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    new_mutex,
+    c_str, new_mutex,
     prelude::*,
     str::CStr,
     sync::{Arc, Mutex},
@@ -88,6 +88,7 @@ fn qualified(ndev: &NetDev<'_>) -> bool {
 
 impl LinkDriver for Link {
     type Driver = RsiwDriver;
+    const KIND: &'static CStr = c_str!("rsiw");
 
     fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result {
         if !qualified(ndev) {

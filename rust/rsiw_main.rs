@@ -28,7 +28,7 @@
 
 #![recursion_limit = "256"]
 
-use kernel::{c_str, prelude::*};
+use kernel::prelude::*;
 
 mod base;
 mod cm;
@@ -62,9 +62,9 @@ struct RsiwModule {
 }
 
 impl kernel::Module for RsiwModule {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let wq = kif::compat::workqueue::WqOwner::new()?;
-        let link = kif::rdma::link::LinkRegistration::new::<device::Link>(c_str!("rsiw"))?;
+        let link = kif::rdma::link::LinkRegistration::register::<device::Link>(module)?;
         pr_info!("soft-iWARP device type 'rsiw' registered\n");
         Ok(RsiwModule {
             _link: link,

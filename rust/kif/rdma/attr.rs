@@ -8,9 +8,11 @@ use kernel::bindings;
 /// Device limits reported by `query_device`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceCaps {
-    /// Vendor id (IEEE OUI or the siw value).
+    /// Vendor id (an IEEE OUI, or the value the driver's provider library
+    /// expects).
     pub vendor_id: u32,
-    /// Vendor part id; libsiw reads it back as the device id.
+    /// Vendor part id (a provider library may read it back: libsiw takes it
+    /// as the device id).
     pub vendor_part_id: u32,
     /// System image GUID (big endian as on the wire).
     pub sys_image_guid: u64,

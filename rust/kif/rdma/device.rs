@@ -11,6 +11,7 @@ use kernel::{
     prelude::*,
     str::CStr,
     types::{ARef, AlwaysRefCounted, Opaque},
+    ThisModule,
 };
 
 use super::{adapter::Adapter, registry::Registry, Driver};
@@ -43,10 +44,21 @@ pub struct Device<T: Driver> {
     data: T::Data,
 }
 
-// SAFETY: the RDMA core serialises what it must of its `ib_device`; the
-// driver's data is `Send + Sync`.
+// SAFETY: a `Device<T>` is never owned by value (the RDMA core allocates
+// and frees it), but it is given up on any thread: a reference (an
+// `ARef<RegisteredDevice<T>>`) is dropped with `ib_device_put`, which any
+// thread may call, and the RDMA core calls `dealloc_driver`, which drops
+// the data, from whichever thread unregisters the device. That is sound as
+// `T::Data: Send`; the `ib_device` holds no thread-bound state (its locks
+// and lists are the RDMA core's, for any thread), and `driver` is a plain
+// `TypeId`.
 unsafe impl<T: Driver> Send for Device<T> {}
-// SAFETY: as above.
+// SAFETY: what a `&Device<T>` reaches from any thread: the driver's data,
+// which is `T::Data: Sync`; `driver`, read only; and the `ib_device`, only
+// through the RDMA core's functions (`ib_dispatch_event`,
+// `ib_device_try_get`, `ib_device_put`, `ib_unregister_device_queued`),
+// which synchronise themselves, and through reads of fields that are
+// written only before registration.
 unsafe impl<T: Driver> Sync for Device<T> {}
 
 impl<T: Driver> Deref for Device<T> {
@@ -111,10 +123,17 @@ impl<T: Driver> Device<T> {
     /// `data`. The device lives until the RDMA core unregisters it
     /// (`rdma link delete`, [`RegisteredDevice::unregister_queued`], module
     /// unload).
+    ///
+    /// Needs the module's live [`LinkRegistration`](super::link::LinkRegistration)
+    /// (`ENODEV` without one), whose driver is `T` (`EINVAL` otherwise):
+    /// the device belongs to the module given to it.
     pub fn register(setup: DeviceSetup<'_>, data: impl PinInit<T::Data, Error>) -> Result {
         let reg = Registry::get().ok_or(ENODEV)?;
+        if !reg.is_of::<T>() {
+            return Err(EINVAL);
+        }
         let new = NewDevice::<T>::alloc(data)?;
-        new.set_up(&setup)?;
+        new.set_up(&setup, reg.module())?;
         reg.add(new.ib)?;
         new.register(setup.name, reg)
     }
@@ -138,8 +157,8 @@ impl<T: Driver> Device<T> {
     }
 
     /// The device of driver `T` on `ndev`, if there is one (devices of
-    /// other drivers with the same driver id, such as upstream siw, are
-    /// ignored).
+    /// other drivers with the same driver id, such as those of another
+    /// module, are ignored).
     pub fn get_by_netdev(ndev: &NetDev<'_>) -> Option<ARef<RegisteredDevice<T>>> {
         // SAFETY: `ndev` is a live net device; the device returned, if
         // any, carries a reference that is ours from here on.
@@ -151,7 +170,8 @@ impl<T: Driver> Device<T> {
     /// Whether any device of `T`'s driver id sits on `ndev`, whichever
     /// driver made it.
     pub fn any_on_netdev(ndev: &NetDev<'_>) -> bool {
-        // SAFETY: as in `get_by_netdev`; the reference is dropped at once.
+        // SAFETY: `ndev` is a live net device (a borrowed `NetDev`); the
+        // device returned, if any, carries a reference that is ours.
         let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_ptr(), T::DRIVER_ID.raw()) };
         if ib.is_null() {
             return false;
@@ -177,8 +197,13 @@ struct NewDevice<T: Driver> {
 impl<T: Driver> NewDevice<T> {
     /// Allocates a device and initialises its data with `data`.
     fn alloc(data: impl PinInit<T::Data, Error>) -> Result<Self> {
-        // SAFETY: a plain allocation; the core zeroes and initialises the
-        // `ib_device` at the head of a block of the size of `Device<T>`.
+        // SAFETY: a plain allocation (`ib_alloc_device`), which the core
+        // makes with `kzalloc(size)` and whose head it initialises as an
+        // `ib_device`. Size: `size_of::<Device<T>>()`, at least that of an
+        // `ib_device` (its first field, `repr(C)`). Alignment: kmalloc
+        // aligns a block to at least the largest power of two dividing its
+        // size, and a Rust type's size is a multiple of its alignment, so
+        // the block is aligned for `Device<T>`, whichever `T::Data` is.
         let ib = unsafe { bindings::_ib_alloc_device(size_of::<Device<T>>()) };
         let ib = NonNull::new(ib).ok_or(ENOMEM)?;
         let dev = ib.as_ptr().cast::<Device<T>>();
@@ -201,9 +226,11 @@ impl<T: Driver> NewDevice<T> {
         })
     }
 
-    /// Sets the device's identity, its operations and its net device.
-    fn set_up(&self, setup: &DeviceSetup<'_>) -> Result {
-        let ops = Adapter::<T>::ops();
+    /// Sets the device's identity, its operations, its owner `module` and
+    /// its net device.
+    fn set_up(&self, setup: &DeviceSetup<'_>, module: &'static ThisModule) -> Result {
+        // `T`'s table, built once at compile time and shared by its devices.
+        let ops: &'static bindings::ib_device_ops = &Adapter::<T>::OPS;
         let ib = self.ib.as_ptr();
         // SAFETY: the device is exclusively ours until registration (type
         // invariant); every field set here is plain data the core reads at
@@ -227,7 +254,14 @@ impl<T: Driver> NewDevice<T> {
             if T::IW_NO_PORT_MAP {
                 (*ib).iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;
             }
-            bindings::ib_set_device_ops(ib, &ops);
+            bindings::ib_set_device_ops(ib, ops);
+            // What the table cannot hold, known only at run time: the
+            // module (the registration's) and the sysfs group the C glue
+            // builds (see `Adapter::OPS`). Set after `ib_set_device_ops`,
+            // which copies the table into the device: the copy is what the
+            // core reads.
+            (*ib).ops.owner = module.as_ptr();
+            (*ib).ops.device_group = Adapter::<T>::attr_group();
             to_result(bindings::ib_device_set_netdev(
                 ib,
                 setup.ndev.as_ptr(),
@@ -317,14 +351,16 @@ impl<T: Driver> RegisteredDevice<T> {
     unsafe fn from_held(ib: NonNull<bindings::ib_device>) -> Option<ARef<Self>> {
         let p = ib.as_ptr();
         // SAFETY: the reference keeps the device and its `ops` stable;
-        // `owner` is set by `ib_set_device_ops` from the table of the
-        // module that made the device.
+        // `owner` is the module that made the device (`set_up`).
         let owner = unsafe { (*p).ops.owner };
-        let ours = owner == crate::THIS_MODULE.as_ptr() && {
-            // SAFETY: every device of this module is a `Device<U>` of one
-            // of its drivers `U`, all of which start with the `ib_device`
-            // and the `TypeId` (`repr(C)`), so `driver` is at the same
-            // offset in all.
+        // The module is the live registration's: while this module has
+        // devices, it has one.
+        let module = Registry::get().map(|reg| reg.module().as_ptr());
+        let ours = module == Some(owner) && {
+            // SAFETY: every device this module made is a `Device<U>` of a
+            // driver `U`, all of which start with the `ib_device` and the
+            // `TypeId` (`repr(C)`), so `driver` is at the same offset in
+            // all.
             let driver = unsafe { (*p.cast::<Device<T>>()).driver };
             driver == TypeId::of::<T>()
         };

@@ -25,9 +25,12 @@ pub(in crate::kif) struct Revocable<B> {
 
 struct Raw<B>(NonNull<B>);
 
-// SAFETY: the pointer is only dereferenced under the lock while valid; the
-// core objects are thread safe for the calls made (event and completion
-// handlers may run in any context).
+// SAFETY: a `Raw` is the address of a core object (`ib_cq`, `ib_qp`,
+// `ib_srq`), owned by the RDMA core, not by the `Raw`. It lives inside a
+// `Revocable`'s lock, moves between threads only with it and is used only
+// under it, while the object is live (`Revocable`'s invariant); the calls
+// made through it (the consumer's event and completion handlers) may be
+// made from any thread and context.
 unsafe impl<B> Send for Raw<B> {}
 
 impl<B> Revocable<B> {
@@ -99,7 +102,8 @@ impl CqHandle {
     /// Reports a CQ overflow (`IB_EVENT_CQ_ERR`).
     pub fn error(&self) {
         self.0.with(|p| {
-            // SAFETY: as in `notify`.
+            // SAFETY: the CQ is alive while the handle is not revoked (we
+            // are inside `with`, under the revocation lock).
             let cq = unsafe { &mut *p.as_ptr() };
             let ev = bindings::ib_event {
                 device: cq.device,
@@ -145,7 +149,10 @@ impl QpHandle {
         ))
     }
 
-    /// The token a kernel CQE carries to name this QP (`siw_cqe.base_qp`).
+    /// The token that names this QP in a work completion
+    /// ([`WorkCompletion::qp`](super::wc::WorkCompletion::qp)); a driver
+    /// may keep it in its own completion records (siw's `siw_cqe.base_qp`
+    /// is such a field).
     pub fn token(&self) -> u64 {
         self.1
     }

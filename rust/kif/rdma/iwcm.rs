@@ -21,10 +21,19 @@ pub struct CmId {
     ptr: NonNull<bindings::iw_cm_id>,
 }
 
-// SAFETY: the iWARP CM's reference counting and event handler are thread
-// safe; the id lives while we hold our reference.
+// SAFETY: a `CmId` owns one reference on its id, taken with the CM's
+// `add_ref` and given back with `rem_ref` in `drop`: an atomic count that
+// any thread may drop. The id's other state is the CM's, under its own
+// lock. Nothing ties a `CmId` to the thread that made it.
 unsafe impl Send for CmId {}
-// SAFETY: as above.
+// SAFETY: what a `&CmId` does, from any thread: reads the addresses and
+// flags the CM set before handing the id to the driver, which it does not
+// change while the id lives (`local_addr`, `remote_addr`, `afonly`,
+// `key`); delivers events through the id's `event_handler`, the CM's
+// `cm_event_handler`, which takes `cm_id_priv->lock` and may be called
+// concurrently from any context; takes another reference (`clone`: the
+// atomic `add_ref`). Its one write, `set_provider`, is kif's, made in
+// `iw_create_listen` before the id is shared with anything.
 unsafe impl Sync for CmId {}
 
 /// What names a CM id without holding it: the id's address, for finding

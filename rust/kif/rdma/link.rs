@@ -6,7 +6,7 @@
 //! unregisters the driver's devices when it goes.
 
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque};
+use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque, ThisModule};
 
 use super::{registry::Registry, Device, Driver, RegisteredDevice};
 use crate::kif::{
@@ -14,13 +14,19 @@ use crate::kif::{
     net::{NetDev, NetdevEvent},
 };
 
-/// What the driver does for the link type and for net device events.
+/// What the driver does for its link type and for net device events.
 pub trait LinkDriver: 'static {
     /// The verbs driver whose devices this link type creates.
     type Driver: Driver;
-    /// `rdma link add NAME type rsiw netdev DEV`: create and register a device.
+    /// The link type's name, `KIND` in `rdma link add NAME type KIND netdev
+    /// DEV` (the RDMA core loads a module by its alias `rdma-link-KIND` when
+    /// no driver has registered `KIND`).
+    const KIND: &'static CStr;
+    /// `rdma link add NAME type KIND netdev DEV`: create and register a
+    /// device named `NAME` on `ndev` ([`Device::register`]).
     fn newlink(name: &CStr, ndev: &NetDev<'_>) -> Result;
-    /// A net device event for a net device that carries an rsiw device.
+    /// A net device event for a net device that carries a device of
+    /// [`LinkDriver::Driver`].
     fn netdev_event(dev: &RegisteredDevice<Self::Driver>, ndev: &NetDev<'_>, event: NetdevEvent);
 }
 
@@ -28,6 +34,10 @@ pub trait LinkDriver: 'static {
 ///
 /// Dropping it unregisters both and then every device of the driver,
 /// waiting until the RDMA core has released each of them.
+///
+/// A module has at most one at a time (the RDMA core's callbacks find it
+/// in a static of the module), and registers devices only of its
+/// [`LinkDriver::Driver`], through [`Device::register`].
 ///
 /// # Invariants
 ///
@@ -43,10 +53,16 @@ pub struct LinkRegistration {
     registry: Pin<KBox<Registry>>,
 }
 
-// SAFETY: the C structures are only touched by their registration calls,
-// which do their own locking.
+// SAFETY: what a `LinkRegistration` owns is not tied to a thread: the C
+// structures are touched only by their (un)registration calls, which take
+// the RDMA core's and the notifier chain's locks and may run on any thread,
+// and the registry is `Send` (a mutex and a condition variable). Dropping
+// it, the one thing an owner does with it, may happen on any thread that
+// may sleep.
 unsafe impl Send for LinkRegistration {}
-// SAFETY: as above; `&LinkRegistration` exposes nothing.
+// SAFETY: `LinkRegistration` has no method taking `&self`, and its fields
+// are private: a shared reference reads and writes nothing, so sharing one
+// between threads cannot race.
 unsafe impl Sync for LinkRegistration {}
 
 /// RDMA core entry point `newlink_cb`.
@@ -98,10 +114,14 @@ unsafe extern "C" fn notifier_cb<T: LinkDriver>(
 }
 
 impl LinkRegistration {
-    /// Registers the RDMA link type `kind` (a static string) and the net
-    /// device notifier, both served by `T`.
-    pub fn new<T: LinkDriver>(kind: &'static CStr) -> Result<Pin<KBox<Self>>> {
-        let registry = Registry::new()?;
+    /// Registers the RDMA link type [`LinkDriver::KIND`] and the net device
+    /// notifier, both served by `T`, for `module`, which owns the devices
+    /// that `T` then registers (their operations table names it: the RDMA
+    /// core holds the module while a user has one of them open). `EBUSY`
+    /// if `module` has a live `LinkRegistration` already.
+    pub fn register<T: LinkDriver>(module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
+        let kind = T::KIND;
+        let registry = Registry::new::<T::Driver>(module)?;
         let this = KBox::pin_init(
             try_pin_init!(Self {
                 link <- Opaque::ffi_init(|p: *mut bindings::rdma_link_ops| {

@@ -20,10 +20,15 @@ pub struct QueueMem {
     size: usize,
 }
 
-// SAFETY: the memory is plain data, only accessed through atomics and
-// volatile copies.
+// SAFETY: a `QueueMem` owns its vmalloc block, freed once, in `drop`,
+// with `vfree`, which any thread may call (from interrupt context it
+// defers the freeing); the block's contents are plain octets, tied to no
+// thread.
 unsafe impl Send for QueueMem {}
-// SAFETY: as above.
+// SAFETY: a `&QueueMem` gives only the block's address (to kif) and size;
+// the rings built on the block are shared with user space by design and
+// access it through atomics and volatile copies only, so threads that
+// share it race with nothing that is not already expected of user space.
 unsafe impl Sync for QueueMem {}
 
 impl QueueMem {
@@ -37,7 +42,9 @@ impl QueueMem {
         if size == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: plain allocations; both return zeroed memory or null.
+        // SAFETY: plain allocations; both return `size` zeroed octets or
+        // null. vmalloc memory is page aligned, enough for any ring built
+        // on it.
         let p = unsafe {
             if user {
                 bindings::vmalloc_user_noprof(size as _)
@@ -74,10 +81,13 @@ pub struct UserMapping {
     entry: NonNull<MmapEntry>,
 }
 
-// SAFETY: the entry is owned by the RDMA core's mmap machinery, which is
-// thread safe; we only call `rdma_user_mmap_entry_remove` on it once.
+// SAFETY: a `UserMapping` owns the insertion of its entry, which `drop`
+// undoes once with `rdma_user_mmap_entry_remove`; that takes the context's
+// own lock and may run on any thread. The entry itself is the RDMA core's
+// (freed through `mmap_free`), tied to no thread.
 unsafe impl Send for UserMapping {}
-// SAFETY: `&UserMapping` exposes nothing.
+// SAFETY: `UserMapping` has no method taking `&self` and private fields: a
+// shared reference reads and writes nothing.
 unsafe impl Sync for UserMapping {}
 
 /// An RDMA core mmap entry with the memory it maps.

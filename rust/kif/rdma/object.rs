@@ -18,7 +18,10 @@ use crate::kif::{compat::sync::SpinLockIrq, glue};
 use kernel::bindings;
 
 /// A core object (`ib_pd`, `ib_ucontext`, ...) with the driver's slot
-/// after it; the core allocates it with the size of `Obj<B, D>`.
+/// after it; the core allocates it with the size of `Obj<B, D>` (the
+/// `size_ib_*` fields of the operations table), with `kzalloc`, whose
+/// block is aligned to at least the largest power of two dividing its
+/// size: a multiple of `Obj<B, D>`'s alignment, so aligned for it.
 #[repr(C)]
 pub(super) struct Obj<B, D> {
     ib: B,

@@ -2,9 +2,12 @@
 
 //! The registry of a module's RDMA devices: module unload unregisters the
 //! devices the user did not delete and waits until the RDMA core released
-//! all of them.
+//! all of them. It also keeps what the module's registration gave: the
+//! module (the owner of every device) and the driver whose devices it
+//! registers.
 
 use core::{
+    any::TypeId,
     ptr::{self, NonNull},
     sync::atomic::{AtomicPtr, Ordering},
 };
@@ -12,6 +15,7 @@ use kernel::{
     bindings, new_condvar, new_mutex,
     prelude::*,
     sync::{CondVar, Mutex},
+    ThisModule,
 };
 
 use crate::kif::glue;
@@ -20,20 +24,30 @@ use crate::kif::glue;
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct DevPtr(NonNull<bindings::ib_device>);
 
-// SAFETY: only used as an identity and, with a reference taken, passed to
-// the RDMA core, which is thread safe.
+// SAFETY: `DevPtr` is moved between threads inside the registry's mutex.
+// It is a plain address: no thread owns what it points to, nothing is
+// dereferenced through it except the RDMA core's own calls
+// (`ib_device_try_get`, `ib_unregister_device_and_put`), which may be made
+// from any thread, on a device the registry's invariant keeps allocated.
 unsafe impl Send for DevPtr {}
 
 /// The registry of this module's devices, so that unload can unregister
 /// the ones the user did not delete.
 ///
+/// A module has one live registry at a time (its link registration's):
+/// the RDMA core's callbacks get no pointer of the registration, so they
+/// find it in a static of the module.
+///
 /// # Invariants
 ///
 /// A device is in `devs` from before its registration until its
 /// `dealloc_driver` (or its failed registration): while it is there, its
-/// `ib_device` is allocated.
-#[pin_data]
+/// `ib_device` is allocated. Every device in it is a `Device<D>` of the
+/// driver `D` whose `TypeId` is `driver`, owned by `module`.
+#[pin_data(PinnedDrop)]
 pub(super) struct Registry {
+    module: &'static ThisModule,
+    driver: TypeId,
     #[pin]
     devs: Mutex<KVec<DevPtr>>,
     #[pin]
@@ -44,16 +58,27 @@ pub(super) struct Registry {
 static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
 
 impl Registry {
-    /// Creates the registry and publishes it for the device callbacks.
-    pub(super) fn new() -> Result<Pin<KBox<Self>>> {
+    /// Creates the registry of the devices of driver `D` that `module`
+    /// registers, and publishes it for the device callbacks; `EBUSY` if the
+    /// module has a live registry already.
+    pub(super) fn new<D: 'static>(module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
         let reg = KBox::pin_init(
             pin_init!(Self {
+                module,
+                driver: TypeId::of::<D>(),
                 devs <- new_mutex!(KVec::new()),
                 emptied <- new_condvar!(),
             }),
             GFP_KERNEL,
         )?;
-        REGISTRY.store(ptr::from_ref(&*reg).cast_mut(), Ordering::Release);
+        REGISTRY
+            .compare_exchange(
+                ptr::null_mut(),
+                ptr::from_ref(&*reg).cast_mut(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map_err(|_| EBUSY)?;
         Ok(reg)
     }
 
@@ -61,8 +86,22 @@ impl Registry {
         let p = REGISTRY.load(Ordering::Acquire);
         // SAFETY: a non-null pointer is the pinned registry, which
         // `unregister_all` unpublishes only after every device is gone, and
-        // no device callback or link callback runs after that.
+        // no device callback or link callback runs after that (a registry
+        // that drops without `unregister_all`, its registration having
+        // failed, has no device, and the notifier's callbacks, run only
+        // while `register_netdevice_notifier` replays events, are over).
         unsafe { p.as_ref() }
+    }
+
+    /// The module that owns the devices (the owner in their operations
+    /// table).
+    pub(super) fn module(&self) -> &'static ThisModule {
+        self.module
+    }
+
+    /// Whether the registry takes devices of driver `D`.
+    pub(super) fn is_of<D: 'static>(&self) -> bool {
+        self.driver == TypeId::of::<D>()
     }
 
     /// Adds a device about to be registered.
@@ -111,6 +150,26 @@ impl Registry {
             self.emptied.wait(&mut devs);
         }
         drop(devs);
-        REGISTRY.store(ptr::null_mut(), Ordering::Release);
+        self.unpublish();
+    }
+
+    /// Takes the registry out of `REGISTRY` if it is there.
+    fn unpublish(&self) {
+        // A failure means another registry is published (or none): leave it.
+        let _ = REGISTRY.compare_exchange(
+            ptr::from_ref(self).cast_mut(),
+            ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Registry {
+    fn drop(self: Pin<&mut Self>) {
+        // A registration that failed after publishing its registry drops it
+        // without `unregister_all`: no pointer to it may stay behind.
+        self.unpublish();
     }
 }

@@ -76,7 +76,8 @@ impl ResDetails<'_> {
 
     /// As [`Self::u32`], for a 64-bit value.
     pub fn u64(&mut self, name: &CStr, v: u64) -> Result {
-        // SAFETY: as in `u32`.
+        // SAFETY: `skb` is valid (the type's invariant); `name` is a C
+        // string the call only reads.
         let r =
             unsafe { bindings::rdma_nl_put_driver_u64(self.skb.as_ptr(), name.as_char_ptr(), v) };
         self.put(r)
@@ -84,7 +85,8 @@ impl ResDetails<'_> {
 
     /// As [`Self::u32`], for a string.
     pub fn str(&mut self, name: &CStr, v: &CStr) -> Result {
-        // SAFETY: as in `u32`; `v` is a C string the call only reads.
+        // SAFETY: `skb` is valid (the type's invariant); `name` and `v` are
+        // C strings the call only reads.
         let r = unsafe {
             bindings::rdma_nl_put_driver_string(
                 self.skb.as_ptr(),

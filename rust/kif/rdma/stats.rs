@@ -21,8 +21,9 @@ pub struct StatDescs {
     n: usize,
 }
 
-// SAFETY: built once at compile time and never written; the pointers in it
-// are to `'static` C strings.
+// SAFETY: nothing writes a `StatDescs` after `new` (no method takes `&mut
+// self`, and `as_ptr` gives the core a `*const` that it only reads), and
+// its pointers are to `'static` C strings, which any thread may read.
 unsafe impl Sync for StatDescs {}
 
 impl StatDescs {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The user-space side channel of a verb (`struct ib_udata`): the driver's
-//! request and response structures of `include/uapi/rdma/siw-abi.h`.
+//! The user-space side channel of a verb (`struct ib_udata`): the request
+//! and response structures of the driver's user ABI (for a siw-compatible
+//! driver, those of `include/uapi/rdma/siw-abi.h`).
 
 use core::marker::PhantomData;
 use kernel::{bindings, prelude::*, uaccess::UserSlice};

@@ -11,9 +11,13 @@ use crate::kif::glue;
 #[derive(Clone, Copy)]
 struct PageAddr(NonNull<u8>);
 
-// SAFETY: pinned pages may be accessed from any context.
+// SAFETY: a `PageAddr` is an address, not an owner (the `Umem` holds the
+// pin): the direct map address of a pinned page, which is the same and
+// valid on every CPU and in every context, so it may move to any thread.
 unsafe impl Send for PageAddr {}
-// SAFETY: as above.
+// SAFETY: a `&PageAddr` gives only the address value (`Copy`, never
+// written after `pin`); what is done with the page is up to `Umem`'s
+// methods, which state their own arguments.
 unsafe impl Sync for PageAddr {}
 
 /// User memory pinned for the life of a memory region.
@@ -36,9 +40,17 @@ pub struct Umem {
     pages: KVVec<PageAddr>,
 }
 
-// SAFETY: the umem is only released in `drop`; pages are pinned.
+// SAFETY: a `Umem` owns its `ib_umem`, released once, in `drop`, on any
+// thread: directly where the thread may sleep, else through the module's
+// workqueue; and a `KVVec` of page addresses (`Send`). The pinned pages are
+// in the direct map for every thread.
 unsafe impl Send for Umem {}
-// SAFETY: shared access only reads page pointers.
+// SAFETY: the `&self` methods read fields that are not written after `pin`
+// (`start`, `len`, `first_off`, the page addresses) and hand out slices of
+// the pinned pages for copies (`with_range`, `slice`). That memory has no
+// exclusive owner, whoever holds the `Umem`: user space writes it at will
+// and the peer's RDMA writes land in it; RDMA's contract leaves ordering
+// such accesses to the application.
 unsafe impl Sync for Umem {}
 
 /// Pins user memory for a registration on a given device.
@@ -159,8 +171,9 @@ impl Drop for Umem {
         // Where the caller may not sleep (the receive softirq, or a
         // flush under an interrupt-safe lock dropped the last reference:
         // a segment in progress keeps its memory past a deregistration)
-        // the release, which may sleep, goes to rsiw's workqueue, which
-        // outlives every memory region (devices go first).
+        // the release, which may sleep, goes to the module's workqueue
+        // (`kif::compat::workqueue`), which outlives every memory region
+        // (devices go first).
         // SAFETY: obtained from `ib_umem_get`, released exactly once.
         unsafe {
             if glue::rsiw_may_sleep()
@@ -189,8 +202,9 @@ impl Umem {
         let page = self.pages.get(pg).ok_or(EFAULT)?;
         // The slice is only read (copied by TCP); user space changing the
         // buffer under a posted work request is its own fault.
-        // SAFETY: as in `with_range`: pinned page, in the direct map, range
-        // inside it.
+        // SAFETY: the page is pinned for `self`'s life (which the slice's
+        // borrows) and `page` is its direct map address; `[in_pg, in_pg +
+        // n)` lies inside it.
         let s = unsafe { core::slice::from_raw_parts(page.0.as_ptr().add(in_pg), n) };
         Ok(s)
     }
@@ -207,8 +221,9 @@ fn kernel_range_ok(addr: u64, len: usize) -> Result<usize> {
 }
 
 /// The octets `[addr, addr + len)` of kernel memory named by a kernel
-/// consumer's DMA or fast-registration MR (rsiw's "DMA addresses" are
-/// kernel virtual addresses), for transmit. The slice borrows `owner` (the
+/// consumer's DMA or fast-registration MR, for transmit (a device
+/// registered here has no DMA device, so the RDMA core's virtual DMA makes
+/// its "DMA addresses" kernel virtual addresses). The slice borrows `owner` (the
 /// memory object) for its lifetime.
 pub fn kernel_slice<T>(_owner: &T, addr: u64, len: usize) -> Result<&[u8]> {
     if len == 0 {

@@ -102,8 +102,11 @@ impl<T: Driver> Clone for MrHandle<T> {
 }
 impl<T: Driver> Copy for MrHandle<T> {}
 
-// SAFETY: a plain identity; dereferenced only by `with_mr` under its
-// contract.
+// SAFETY: an `MrHandle` owns nothing: it is the address of an `ib_mr` that
+// the consumer keeps alive until the work request completes (the type
+// invariant), which the RDMA core and the consumer may use from any thread.
+// `with_mr` dereferences it, on whichever thread processes the request,
+// only to reach the driver's `T::Mr`, which is `Send + Sync`.
 unsafe impl<T: Driver> Send for MrHandle<T> {}
 
 /// One send work request of a kernel consumer to a QP of driver `T`.
@@ -354,7 +357,8 @@ impl Iterator for RecvWrs<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         // SAFETY: per `new`, a non-null `cur` is a valid request.
         let w = unsafe { self.cur.as_ref() }?;
-        // SAFETY: `wr_id` as in `SendWrs::parse`.
+        // SAFETY: `wr_id` is the active member for verbs consumers (its
+        // `wr_cqe` twin is a pointer of the same size: any bits are fine).
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let r = sge_list(w.sg_list, w.num_sge).map(|(sge, num_sge)| RecvWr { id, sge, num_sge });
         if r.is_ok() {

@@ -65,7 +65,8 @@ impl<T: Driver> Adapter<T> {
         qp: *mut bindings::ib_qp,
     ) -> kernel::ffi::c_int {
         from_result(|| {
-            // SAFETY: as in `counter_bind_qp`; `qp->counter` is the counter
+            // SAFETY: a live QP (the contract) of one of `T`'s devices,
+            // whose slot `create_qp` wrote; `qp->counter` is the counter
             // `counter_bind_qp` stored, live while bound.
             let (s, dev, counter) = unsafe {
                 (

@@ -48,12 +48,17 @@ impl<T: Driver> Adapter<T> {
                 flags: attr.flags,
                 // SAFETY: `udata` is this call's.
                 user: unsafe { user_ctx(udata) },
-                // SAFETY: as above.
+                // SAFETY: `udata` is null or this call's udata, valid for
+                // the call, which `args` does not outlive.
                 udata: unsafe { Udata::from_raw(udata)? },
             };
             let drv = T::create_cq(dev, args)?;
-            // SAFETY: the core allocated `size_ib_cq` octets; the slot is
-            // written once. `cqe` is the size the consumer sees.
+            // SAFETY: the core allocated `cq` with `kzalloc(size_ib_cq)`,
+            // the size of an `Obj<ib_cq, CqSlot<T>>` (`Adapter::OPS`), and
+            // kmalloc aligns that block for it (to at least the largest
+            // power of two dividing the size, a multiple of the `Obj`'s
+            // alignment); the slot is written once. `cqe` is the size the
+            // consumer sees.
             unsafe {
                 (*cq).cqe = attr.cqe.next_power_of_two() as i32;
                 slot_ptr::<_, CqSlot<T>>(cq).write(CqSlot { drv, handle });

@@ -88,9 +88,12 @@ impl<T: Driver> Adapter<T> {
         if !Self::port_ok(port) {
             return Err(EINVAL);
         }
-        // SAFETY: `attr` is valid for writes; all-zero is a valid value.
+        // SAFETY: `attr` is valid for writes and exclusively ours for the
+        // call (the contract); both callers pass an initialised structure
+        // (`__ib_query_port`'s zeroed one, `get_port_immutable`'s local).
         let a = unsafe { &mut *attr };
-        // SAFETY: as above.
+        // SAFETY: all-zero is a valid `ib_port_attr`: integers and C enums
+        // with a zero value, no references.
         *a = unsafe { core::mem::zeroed() };
         // SAFETY: `ib` is live; the outputs point into `a`.
         to_result(unsafe {
@@ -183,8 +186,12 @@ impl<T: Driver> Adapter<T> {
             let (dev, mut resp) =
                 unsafe { (Device::from_raw((*uctx).device), Udata::from_raw(udata)?) };
             let drv = T::alloc_ucontext(dev, &mut resp)?;
-            // SAFETY: the core allocated `size_ib_ucontext` octets; the slot
-            // is written once here.
+            // SAFETY: the core allocated `uctx` with
+            // `kzalloc(size_ib_ucontext)`, the size of an
+            // `Obj<ib_ucontext, T::Ucontext>` (`Adapter::OPS`), and kmalloc
+            // aligns that block for it (to at least the largest power of
+            // two dividing the size, a multiple of the `Obj`'s alignment);
+            // the slot is written once here.
             unsafe { slot_ptr::<_, T::Ucontext>(uctx).write(drv) };
             Ok(0)
         })
@@ -216,7 +223,11 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: a live PD of one of `T`'s devices.
             let drv = T::alloc_pd(unsafe { Device::from_raw((*pd).device) })?;
-            // SAFETY: the core allocated `size_ib_pd` octets; written once.
+            // SAFETY: the core allocated `pd` with `kzalloc(size_ib_pd)`,
+            // the size of an `Obj<ib_pd, T::Pd>` (`Adapter::OPS`), and
+            // kmalloc aligns that block for it (to at least the largest
+            // power of two dividing the size, a multiple of the `Obj`'s
+            // alignment); the slot is written once here.
             unsafe { slot_ptr::<_, T::Pd>(pd).write(drv) };
             Ok(0)
         })
@@ -297,7 +308,14 @@ impl<T: Driver> Adapter<T> {
     /// The sysfs group of `T`'s driver attributes ([`Driver::ATTRS`]),
     /// or null without any. The C glue keeps the names and these entry
     /// points; every device of `T` shares the group.
-    pub(super) fn attr_group() -> *const bindings::attribute_group {
+    ///
+    /// A run-time value, so not part of [`Adapter::OPS`]: the group is a
+    /// static of the C glue, filled in on first use from `T::ATTRS` and
+    /// these entry points (a generic Rust item cannot own a static per
+    /// driver type, which the group and its attributes would need to be).
+    /// The module has one such group, its registered driver's
+    /// ([`Device::register`] takes devices of that driver only).
+    pub(in crate::kif::rdma) fn attr_group() -> *const bindings::attribute_group {
         let n = T::ATTRS.len();
         if !T::HAS_ATTR_SHOW || n == 0 || n > MAX_ATTRS {
             return ptr::null();

@@ -33,7 +33,8 @@ impl<T: Driver> Adapter<T> {
         match KBox::new(obj, GFP_KERNEL) {
             Ok(b) => {
                 let p = KBox::into_raw(b);
-                // SAFETY: `p` is a valid, exclusively owned `MrObj`.
+                // SAFETY: `p` is a valid, exclusively owned `MrObj`, which
+                // `KBox` allocated with its layout (so aligned for it).
                 unsafe {
                     (*p).ib.lkey = key;
                     (*p).ib.rkey = key;

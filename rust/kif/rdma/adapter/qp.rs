@@ -80,8 +80,11 @@ impl<T: Driver> Adapter<T> {
             };
             let cm = CmRefs::new()?;
             let (drv, qpn) = T::create_qp(dev, args)?;
-            // SAFETY: the core allocated `size_ib_qp` octets; the slot is
-            // written once.
+            // SAFETY: the core allocated `qp` with `kzalloc(size_ib_qp)`
+            // (or `kzalloc_node`), the size of an `Obj<ib_qp, QpSlot<T>>`
+            // (`Adapter::OPS`), and kmalloc aligns that block for it (to at
+            // least the largest power of two dividing the size, a multiple
+            // of the `Obj`'s alignment); the slot is written once.
             unsafe {
                 (*qp).qp_num = qpn;
                 slot_ptr::<_, QpSlot<T>>(qp).write(QpSlot { drv, handle, cm });
@@ -240,7 +243,8 @@ impl<T: Driver> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad: *mut *const bindings::ib_recv_wr,
     ) -> kernel::ffi::c_int {
-        // SAFETY: as in `post_send`.
+        // SAFETY: a live QP of driver `T` whose slot `create_qp` wrote;
+        // `wr` is a valid list (the contract).
         let (s, mut wrs) = unsafe { (slot::<_, QpSlot<T>>(qp), RecvWrs::new(wr)) };
         match T::post_recv(&s.drv, &mut wrs) {
             Ok(()) => 0,

@@ -58,7 +58,11 @@ impl<T: Driver> Adapter<T> {
             };
             let drv = T::create_srq(dev, args)?;
             a.attr.max_wr = T::query_srq(&drv).max_wr;
-            // SAFETY: the core allocated `size_ib_srq` octets; written once.
+            // SAFETY: the core allocated `srq` with `kzalloc(size_ib_srq)`,
+            // the size of an `Obj<ib_srq, SrqSlot<T>>` (`Adapter::OPS`), and
+            // kmalloc aligns that block for it (to at least the largest
+            // power of two dividing the size, a multiple of the `Obj`'s
+            // alignment); the slot is written once.
             unsafe { slot_ptr::<_, SrqSlot<T>>(srq).write(SrqSlot { drv, handle }) };
             Ok(0)
         })
