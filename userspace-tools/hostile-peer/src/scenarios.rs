@@ -534,34 +534,51 @@ fn baseline_send(ctx: &Ctx) -> Outcome {
     }
 }
 
-fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
+/// Connects to the target offering the peer-to-peer model (`offer`,
+/// which sets `peer_to_peer`) and runs the MPA exchange: the Reply must
+/// accept, with IRD/ORD, in the peer-to-peer model and passing `ok`
+/// (`want` says what, for the error). Returns the peer, ready for FPDUs
+/// without markers or CRC, and the Reply's IRD/ORD.
+fn p2p_connect(
+    ctx: &Ctx,
+    offer: IrdOrd,
+    want: &str,
+    ok: impl Fn(&IrdOrd) -> bool,
+) -> Result<(Peer, IrdOrd), String> {
     let req = ReqSpec {
-        ird_ord: Some(IrdOrd {
-            ird: 16,
-            ord: 16,
-            peer_to_peer: true,
-            write_rtr: true,
-            read_rtr: true,
-            ..IrdOrd::default()
-        }),
+        ird_ord: Some(offer),
         ..ReqSpec::default()
     };
     let mut p = Peer::connect(ctx.target)?;
-    match p.mpa(&req, ctx.t)? {
+    let io = match p.mpa(&req, ctx.t)? {
         MpaOutcome::Reply {
             hdr,
             ird_ord: Some(io),
             ..
-        } if !hdr.reject => {
-            if !(io.peer_to_peer && io.write_rtr && !io.read_rtr) {
-                return Err(format!(
-                    "Reply IRD/ORD {io:?}: expected P2P with the Write RTR"
-                ));
-            }
-        }
+        } if !hdr.reject => io,
         o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
+    };
+    if !(io.peer_to_peer && ok(&io)) {
+        return Err(format!("Reply IRD/ORD {io:?}: expected {want}"));
     }
     p.start_fpdus(MpaMode::default(), MpaMode::default());
+    Ok((p, io))
+}
+
+fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
+    let (mut p, _) = p2p_connect(
+        ctx,
+        IrdOrd {
+            ird: 16,
+            ord: 16,
+            write_rtr: true,
+            read_rtr: true,
+            peer_to_peer: true,
+            ..IrdOrd::default()
+        },
+        "P2P with the Write RTR",
+        |io| io.write_rtr && !io.read_rtr,
+    )?;
     // The RTR: a zero length Write to STag 1 (as siw sends it), then the
     // rping Send.
     let mut f = p.fpdu(&frames::write_hdr(1, 0), &[]);
@@ -583,32 +600,18 @@ fn mpa_p2p_rtr(ctx: &Ctx) -> Outcome {
 /// and one more Send (MSN 3, after the table) both find the server's two
 /// receives.
 fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
-    let req = ReqSpec {
-        ird_ord: Some(IrdOrd {
+    let (mut p, _) = p2p_connect(
+        ctx,
+        IrdOrd {
             ird: 16,
             ord: 16,
-            peer_to_peer: true,
             zero_length_rtr: true,
+            peer_to_peer: true,
             ..IrdOrd::default()
-        }),
-        ..ReqSpec::default()
-    };
-    let mut p = Peer::connect(ctx.target)?;
-    match p.mpa(&req, ctx.t)? {
-        MpaOutcome::Reply {
-            hdr,
-            ird_ord: Some(io),
-            ..
-        } if !hdr.reject => {
-            if !io.peer_to_peer || io.write_rtr || io.read_rtr {
-                return Err(format!(
-                    "Reply IRD/ORD {io:?}: expected P2P with the Send RTR (neither C nor D)"
-                ));
-            }
-        }
-        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
-    }
-    p.start_fpdus(MpaMode::default(), MpaMode::default());
+        },
+        "P2P with the Send RTR (neither C nor D)",
+        |io| !io.write_rtr && !io.read_rtr,
+    )?;
     let mut f = p.next_send(&[]);
     f.extend(rping_send(&mut p));
     p.send_raw(&f)?;
@@ -649,33 +652,19 @@ fn mpa_p2p_send_rtr(ctx: &Ctx) -> Outcome {
 /// as `rdma_accept()` returned: the responder's QP is in RTS then, while
 /// ESTABLISHED waits for the RTR. The Send must wait for the RTR too.
 fn mpa_p2p_responder_holds(ctx: &Ctx) -> Outcome {
-    let req = ReqSpec {
-        ird_ord: Some(IrdOrd {
+    let (mut p, _) = p2p_connect(
+        ctx,
+        IrdOrd {
             ird: 16,
             ord: 16,
-            peer_to_peer: true,
             zero_length_rtr: true,
             write_rtr: true,
+            peer_to_peer: true,
             ..IrdOrd::default()
-        }),
-        ..ReqSpec::default()
-    };
-    let mut p = Peer::connect(ctx.target)?;
-    match p.mpa(&req, ctx.t)? {
-        MpaOutcome::Reply {
-            hdr,
-            ird_ord: Some(io),
-            ..
-        } if !hdr.reject => {
-            if !(io.peer_to_peer && io.write_rtr) {
-                return Err(format!(
-                    "Reply IRD/ORD {io:?}: expected P2P with the Write RTR"
-                ));
-            }
-        }
-        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
-    }
-    p.start_fpdus(MpaMode::default(), MpaMode::default());
+        },
+        "P2P with the Write RTR",
+        |io| io.write_rtr,
+    )?;
     // The RTR: a zero length Write to STag 1, as siw sends it.
     let rtr = p.fpdu(&frames::write_hdr(1, 0), &[]);
     quiet_until(ctx, &mut p, &rtr, "our RTR")
@@ -712,38 +701,24 @@ fn quiet_until(ctx: &Ctx, p: &mut Peer, first: &[u8], what: &str) -> Outcome {
 /// catastrophic TERMINATE. We offer only the Read RTR, with IRD and ORD 0,
 /// and the canary server (`-r 0`) accepts with responder resources 0.
 fn mpa_p2p_read_rtr_ird_0(ctx: &Ctx) -> Outcome {
-    let req = ReqSpec {
-        ird_ord: Some(IrdOrd {
+    let (mut p, io) = p2p_connect(
+        ctx,
+        IrdOrd {
             ird: 0,
             ord: 0,
             peer_to_peer: true,
             zero_length_rtr: true,
             read_rtr: true,
             ..IrdOrd::default()
-        }),
-        ..ReqSpec::default()
-    };
-    let mut p = Peer::connect(ctx.target)?;
+        },
+        "P2P with the Read RTR, the only one offered",
+        |io| io.read_rtr && !io.write_rtr,
+    )?;
+    let ird = io.ird;
     let mut bad = Vec::new();
-    let ird = match p.mpa(&req, ctx.t)? {
-        MpaOutcome::Reply {
-            hdr,
-            ird_ord: Some(io),
-            ..
-        } if !hdr.reject => {
-            if !io.peer_to_peer || !io.read_rtr || io.write_rtr {
-                return Err(format!(
-                    "Reply IRD/ORD {io:?}: expected P2P with the Read RTR, the only one offered"
-                ));
-            }
-            if io.ird == 0 {
-                bad.push("Reply IRD 0 with the Read RTR".to_string());
-            }
-            io.ird
-        }
-        o => return Err(format!("expected an accepting Reply with IRD/ORD, got {o}")),
-    };
-    p.start_fpdus(MpaMode::default(), MpaMode::default());
+    if ird == 0 {
+        bad.push("Reply IRD 0 with the Read RTR".to_string());
+    }
     let rtr = ReadRequest {
         sink_stag: 0x0000_1300,
         sink_to: 0,
@@ -782,30 +757,18 @@ fn mpa_p2p_read_rtr_ird_0(ctx: &Ctx) -> Outcome {
 /// buffer"). A responder that takes the zero length Send as a second RTR
 /// has a receive left for that Send.
 fn mpa_p2p_zero_send_after_rtr(ctx: &Ctx) -> Outcome {
-    let req = ReqSpec {
-        ird_ord: Some(IrdOrd {
+    let (mut p, _) = p2p_connect(
+        ctx,
+        IrdOrd {
             ird: 16,
             ord: 16,
-            peer_to_peer: true,
             write_rtr: true,
+            peer_to_peer: true,
             ..IrdOrd::default()
-        }),
-        ..ReqSpec::default()
-    };
-    let mut p = Peer::connect(ctx.target)?;
-    match p.mpa(&req, ctx.t)? {
-        MpaOutcome::Reply {
-            hdr,
-            ird_ord: Some(io),
-            ..
-        } if !hdr.reject && io.peer_to_peer && io.write_rtr => {}
-        o => {
-            return Err(format!(
-                "expected an accepting Reply with P2P and the Write RTR, got {o}"
-            ))
-        }
-    }
-    p.start_fpdus(MpaMode::default(), MpaMode::default());
+        },
+        "P2P with the Write RTR",
+        |io| io.write_rtr,
+    )?;
     // The Write RTR, a zero length Send (MSN 1) and the rping Send (MSN 2)
     // in one segment.
     let mut f = p.fpdu(&frames::write_hdr(1, 0), &[]);
