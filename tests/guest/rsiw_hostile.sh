@@ -163,6 +163,7 @@ scenario() {
 	[ "$1" = read_resp_after_flush ] && HOSTILE_CANARY_OPTS="$opts -f"
 	# (the canary server sends first: the responder must hold its Send)
 	[ "$1" = responder_waits_first_fpdu ] && HOSTILE_CANARY_OPTS="$opts -e"
+	[ "$1" = responder_grace ] && HOSTILE_CANARY_OPTS="$opts -e"
 	# (the canary server posts its Send right after accepting, before the
 	# peer-to-peer RTR: the responder must hold it until the RTR came)
 	[ "$1" = mpa_p2p_responder_holds ] && HOSTILE_CANARY_OPTS="$opts -E"
@@ -268,7 +269,7 @@ known() { [[ " $HOSTILE_KNOWN " == *" $1 "* ]] && [ -z "${HOSTILE_STRICT:-}" ]; 
 # them is most of a scenario's time on the debug kernel); those that need
 # a server or a module setting of their own, and the init_* ones, run one
 # by one.
-SOLO=" marker_mismatch marker_fpduptr_low_bits read_resp_after_flush mpa_close_after_reply responder_waits_first_fpdu mpa_p2p_responder_holds mpa_p2p_read_rtr_ird_0 "
+SOLO=" marker_mismatch marker_fpduptr_low_bits read_resp_after_flush mpa_close_after_reply responder_waits_first_fpdu responder_grace mpa_p2p_responder_holds mpa_p2p_read_rtr_ird_0 "
 BATCH=() REST=() FRMR=()
 for s in "${SCEN[@]}"; do
 	if [[ "$FRMR_SCEN" == *" $s "* ]]; then

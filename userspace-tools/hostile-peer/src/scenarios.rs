@@ -126,6 +126,10 @@ pub const ALL: &[Scenario] = &[
         "[STag table] the canary server sends first (-e): RFC 5044 7.1.2, expect no FPDU from the responder for 2 s, then its Send only after our first FPDU (rsiw: mpa_responder_waits=1, which rsiw_hostile.sh sets for it)"
     ),
     sc!(
+        responder_grace,
+        "[STag table] the canary server sends first (-e), rsiw's default (mpa_responder_waits=0): expect no FPDU from the responder for 30 ms after the Reply (it holds its first FPDUs for 50 ms: upstream siw's initiator fails a connection whose first FPDU came with the Reply), then its Send though we sent nothing"
+    ),
+    sc!(
         crc_bad_write_not_placed,
         "[STag table] Request C=1, then an RDMA Write of 64 octets to the invalidatable MR with a bad CRC (a header corrupted on the way): expect TERMINATE LLP/MPA CRC error and not one octet placed"
     ),
@@ -1030,6 +1034,37 @@ fn responder_waits_first_fpdu(ctx: &Ctx) -> Outcome {
     let mut p = good(ctx)?;
     let f = rping_send(&mut p);
     quiet_until(ctx, &mut p, &f, "our first FPDU")
+}
+
+/// rsiw's client-server default: a responder whose server speaks first
+/// holds that Send for a grace after the Reply (until the connection's
+/// first check of the peer's silence, 50 ms), then sends it though the
+/// initiator sent nothing; with no grace, a Send posted at accept follows
+/// the Reply at once and upstream siw's initiator, finding it with the
+/// Reply, fails the connection.
+fn responder_grace(ctx: &Ctx) -> Outcome {
+    let mut p = good(ctx)?;
+    let grace = Duration::from_millis(30);
+    p.observe(grace, |p| !p.segs().is_empty() || p.end.closed());
+    if !p.segs().is_empty() {
+        return Err(format!(
+            "the responder sent within {} ms of its Reply: {}",
+            grace.as_millis(),
+            p.summary()
+        ));
+    }
+    p.observe(ctx.t, |p| table_of(p).is_some() || p.first_term().is_some());
+    match table_of(&p) {
+        Some(_) => Ok(format!(
+            "nothing for {} ms after the Reply, then its Send without ours: {}",
+            grace.as_millis(),
+            p.summary()
+        )),
+        None => Err(format!(
+            "the responder held its Send for good (we sent nothing): {}",
+            p.summary()
+        )),
+    }
 }
 
 /// RFC 5044 section 7.1: with CRC, the receiver checks an FPDU's CRC
