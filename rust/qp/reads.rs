@@ -195,13 +195,6 @@ pub(crate) struct TermMsg {
 pub(crate) struct InboundReads {
     /// The Read Requests, oldest first.
     q: Fifo<InboundRead>,
-    // INVARIANT: `true` exactly while the transmit side has a Read
-    // Response job for a request it took from `q`: set by `take_work`
-    // together with the pop, cleared by `end_response` when that job
-    // ends (its last octet went to TCP, its memory went away, or the
-    // request was refused with a TERMINATE) and by `restart`.
-    /// A response is being sent (it still takes an IRD slot).
-    active: bool,
     /// A TERMINATE to send, then the QP goes to error.
     term: Option<TermMsg>,
 }
@@ -211,7 +204,6 @@ impl InboundReads {
     pub(crate) const fn new() -> Self {
         Self {
             q: Fifo::from_slots(KVec::new()),
-            active: false,
             term: None,
         }
     }
@@ -220,7 +212,6 @@ impl InboundReads {
     /// capacity (IRD) from now on: no response in progress, no TERMINATE.
     /// Returns the old queue (to be dropped without the lock).
     pub(crate) fn restart(&mut self, q: Fifo<InboundRead>) -> Fifo<InboundRead> {
-        self.active = false;
         self.term = None;
         core::mem::replace(&mut self.q, q)
     }
@@ -258,7 +249,7 @@ impl InboundReads {
     /// The transmit side's look (after
     /// [`LockFree::take_inbound_reads_queued`]): takes the TERMINATE if there
     /// is one, else with `reads` the oldest Read Request, whose response
-    /// becomes the active one. Tells the transmit side (`lf`) to look again
+    /// the transmit side sends next. Tells the transmit side (`lf`) to look again
     /// when work is left.
     pub(super) fn take_work(
         &mut self,
@@ -267,13 +258,7 @@ impl InboundReads {
     ) -> (Option<TermMsg>, Option<InboundRead>) {
         let r = match self.term.take() {
             Some(t) => (Some(t), None),
-            None if reads => {
-                let e = self.q.pop();
-                if e.is_some() {
-                    self.active = true;
-                }
-                (None, e)
-            }
+            None if reads => (None, self.q.pop()),
             None => (None, None),
         };
         if self.term.is_some() || !self.q.is_empty() {
@@ -282,8 +267,4 @@ impl InboundReads {
         r
     }
 
-    /// The active Read Response ended (sent, failed or refused).
-    pub(crate) fn end_response(&mut self) {
-        self.active = false;
-    }
 }

@@ -356,11 +356,7 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
             complete_active_wr(qp, total, Status::Success);
             false
         }
-        Kind::ReadReq | Kind::Rtr => false,
-        Kind::ReadResp => {
-            qp.inbound_reads.lock().end_response();
-            false
-        }
+        Kind::ReadReq | Kind::Rtr | Kind::ReadResp => false,
         Kind::Term => true,
     }
 }
@@ -387,10 +383,7 @@ fn memory_gone<'a>(
         fault
     );
     let err: ProtocolError = match tx.end_job() {
-        Some((Kind::ReadResp, _)) => {
-            qp.inbound_reads.lock().end_response();
-            fault.read_error().into()
-        }
+        Some((Kind::ReadResp, _)) => fault.read_error().into(),
         Some((Kind::Wr, _)) => {
             complete_active_wr(qp, 0, Status::from(fault));
             qp.handle.event(QpEvent::Fatal);

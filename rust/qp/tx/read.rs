@@ -201,7 +201,6 @@ fn bad_request(qp: &Qp, read: &InboundRead, err: RdmapError) {
         request.size,
         err
     );
-    qp.inbound_reads.lock().end_response();
     qp.handle.event(QpEvent::AccessError);
     let (header, len) = SegmentHeader::read_request(read.msn, request).to_bytes();
     queue_terminate(qp, err.into(), header.get(..len), len as u16);
