@@ -266,5 +266,4 @@ impl InboundReads {
         }
         r
     }
-
 }
