@@ -203,7 +203,14 @@ pair_perf_there() {
 		pair_wait $id 1
 		return 1
 	}
-	pair_wait $id 30 >/dev/null
+	# the server must end well too: if not, say how
+	local out
+	out=$(pair_wait "$id" 30) || {
+		echo "# the server in guest b did not end well (124: still running after 30 s):"
+		echo "$out" | tail -n 15
+		pair_stop "$id"
+		return 1
+	}
 }
 
 # pair_perf_here PORT DEV_HERE DEV_THERE PROG ARGS...: the same with the
