@@ -29,7 +29,7 @@ KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 GUEST_SHIM = $(MAKE) -s -C $(ROOT)/tests/guest $(ROOT)/target/guest/perftest_retry.so
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check distance debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile fuzz miri
+.PHONY: all module kernel demo check distance debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile insn-profile-pair fuzz miri
 
 all: module
 
@@ -122,6 +122,22 @@ insn-profile: module
 		$(ROOT)/qemu-images/run -t 3600 "$$vars PROF_OUT=$$out $(ROOT)/tests/bench/insn-profile.sh" && \
 	python3 $(ROOT)/tests/bench/insn-profile.py "$$out" | tee "$$out/profile.md"; \
 	rm -f "$$out/tbprof.so"; [ -n "$${PROF_KEEP:-}" ] || rm -f "$$out"/dump.* "$$out/kallsyms"
+
+# The same counts for bandwidth runs across two guests, each guest under
+# the plugin (tests/bench/insn-profile-pair.sh): the sender's and the
+# receiver's instructions per KiB apart, rsiw, siw and TCP (iperf3, -Z).
+insn-profile-pair: module
+	@out=$(ROOT)/results/insn-profile-pair-$$(date +%Y%m%d-%H%M%S); mkdir -p "$$out/a" "$$out/b"; \
+	gcc -O2 -Wall -shared -fPIC -fvisibility=hidden -o "$$out/tbprof.so" $(ROOT)/tests/bench/tbprof.c && \
+	map=$$($(ROOT)/qemu-images/build-kernel std)/System.map && \
+	mark=0x$$(awk '$$3 == "__x64_sys_sync" {print $$1}' "$$map") && \
+	vars=$$(for v in $${!PROF_@}; do printf '%s=%q ' "$$v" "$${!v}"; done) && \
+	cmd="$$vars PROF_OUT=$$out $(ROOT)/tests/bench/insn-profile-pair.sh" && \
+	RSIW_APPEND=nokaslr RSIW_QEMU_ARGS="-plugin $$out/tbprof.so,mark=$$mark,out=$$out/@ROLE@/dump" \
+		$(ROOT)/qemu-images/run-pair -t 3600 "$$cmd" "$$cmd" && \
+	cp "$$out/a/phases" "$$out/b/phases" && \
+	for g in a b; do echo "# guest $$g"; python3 $(ROOT)/tests/bench/insn-profile.py "$$out/$$g"; done | tee "$$out/profile.md"; \
+	rm -f "$$out/tbprof.so"; [ -n "$${PROF_KEEP:-}" ] || rm -f "$$out"/?/dump.*
 
 # One guest boot runs the whole matrix (tests/bench/bench.sh); only if a
 # driver oopses the guest does it boot again and resume without that driver.

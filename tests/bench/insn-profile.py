@@ -157,3 +157,41 @@ for (test, size), by in runs.items():
         for s in sorted(names, key=lambda s: -abs(prow(s)[0][1] - prow(s)[1][1]))[:top]:
             a, b = prow(s)
             print(f"| {s} | {a[0]:.2f} | {a[1]:.0f} | {a[2]:.0f} | {b[0]:.2f} | {b[1]:.0f} | {b[2]:.0f} |")
+
+# Bandwidth runs (perftest *_bw, iperf3): per KiB moved, both sides of
+# the one-guest veth path together, against TCP itself.
+bw = [(test, size, drv, v) for (test, size), by in runs.items() for drv, v in by.items()
+      if test.endswith("_bw") or test.startswith("iperf3")]
+if bw:
+    def is_mod(s):
+        return s.endswith("[rsiw]") or s.endswith("[siw]")
+
+    def kib(size, iters):
+        return int(size) * iters / 1024
+
+    print("\n## Bandwidth runs: guest kernel per KiB moved (both sides)\n")
+    print("| test | size | driver | Gb/s (plugin on) | instructions | of it the module | memory accesses | atomics |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for test, size, drv, (per, iters, typ) in bw:
+        k = kib(size, iters)
+        ins = sum(v[1] for v in per.values()) / k
+        mod = sum(v[1] for s, v in per.items() if is_mod(s)) / k
+        mem = sum(v[2] for v in per.values()) / k
+        ato = sum(v[3] for v in per.values()) / k
+        print(f"| {test} | {size} | {drv} | {typ} | {ins:.0f} | {mod:.0f} | {mem:.0f} | {ato:.2f} |")
+    tcp = [(t, s, v) for t, s, d, v in bw if d == "tcp"]
+    if tcp:
+        t0, s0, (pt, it, _) = min(tcp, key=lambda r: sum(x[1] for x in r[2][0].values()) / kib(r[1], r[2][1]))
+        kt = kib(s0, it)
+        for test, size, drv, (per, iters, _) in bw:
+            if drv != "rsiw":
+                continue
+            k = kib(size, iters)
+            names = set(per) | set(pt)
+            d = {s: (per.get(s, [0] * NV)[1] / k, pt.get(s, [0] * NV)[1] / kt) for s in names}
+            print(f"\nfunctions by |instructions per KiB|, rsiw {test} {size} B against {t0} (top {top}):\n")
+            print("| function | rsiw | TCP | rsiw - TCP |")
+            print("| --- | --- | --- | --- |")
+            for s in sorted(names, key=lambda s: -abs(d[s][0] - d[s][1]))[:top]:
+                a, b = d[s]
+                print(f"| {s} | {a:.1f} | {b:.1f} | {a - b:+.1f} |")

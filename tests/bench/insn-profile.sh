@@ -12,6 +12,12 @@
 #
 # Knobs: PROF_ITERS=20000 PROF_TESTS="ib_write_lat ib_send_lat"
 #        PROF_SIZE=64 PROF_MTU=1500
+#        Bandwidth runs: perftest's *_bw tests (PROF_ITERS messages of
+#        PROF_SIZE, one way) and "iperf3" / "iperf3_z" (TCP itself, the
+#        same number of octets from ns A to ns B, plain and zero-copy;
+#        driver "tcp"), e.g. PROF_TESTS="ib_write_bw iperf3 iperf3_z"
+#        PROF_SIZE=65536 PROF_ITERS=2000: the host side then prints the
+#        guest kernel's instructions per KiB moved, both sides together.
 #        PROF_NO_PHASES=1 (host side, Makefile: no split into the phases
 #        of a one-way message; the plugin then counts with inline adds,
 #        several times faster)
@@ -39,18 +45,44 @@ marker() {
 
 marker
 port=23000
+# run_perftest DRV TEST: the figure perftest prints for SIZE (typical
+# latency in us, or average bandwidth in Gb/s for a *_bw test) goes to
+# $OUT/figure. Markers are set here, not in a subshell, to keep ndump.
+run_perftest() {
+	local d=$1 t=$2 col=5
+	case $t in *_bw) col=4 ;; esac
+	in_b timeout 300 "$t" -R -F -p $port -d "${d}b" -s "$SIZE" -n "$ITERS" >/dev/null 2>&1 &
+	sleep 1.5
+	marker
+	in_a timeout 300 "$t" -R -F -p $port -d "${d}a" -s "$SIZE" -n "$ITERS" "$IP_B" 2>&1 |
+		awk -v s="$SIZE" -v c=$col '$1 == s {print $c}' >"$OUT/figure"
+	wait
+}
+# run_iperf3 [-Z]: ITERS * SIZE octets of TCP from ns A to ns B; the
+# receiver's Gb/s goes to $OUT/figure.
+run_iperf3() {
+	in_b timeout 300 iperf3 -s -1 -p $port >/dev/null 2>&1 &
+	sleep 1.5
+	marker
+	in_a timeout 300 iperf3 -c "$IP_B" -p $port -n $((ITERS * SIZE)) -l "$SIZE" -J "$@" 2>/dev/null |
+		python3 -c 'import json, sys; print("%.3f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))' \
+			>"$OUT/figure" 2>/dev/null
+	wait
+}
 for t in $TESTS; do
-	for d in rsiw siw; do
-		use_pair "$d"
+	case $t in iperf3*) drivers=tcp ;; *) drivers="rsiw siw" ;; esac
+	for d in $drivers; do
 		port=$((port + 1))
-		in_b timeout 300 "$t" -R -F -p $port -d "${d}b" -s "$SIZE" -n "$ITERS" >/dev/null 2>&1 &
-		sleep 1.5
+		: >"$OUT/figure"
+		case $t in
+		iperf3) run_iperf3 ;;
+		iperf3_z) run_iperf3 -Z ;;
+		*) use_pair "$d" && run_perftest "$d" "$t" ;;
+		esac
 		marker
-		typ=$(in_a timeout 300 "$t" -R -F -p $port -d "${d}a" -s "$SIZE" -n "$ITERS" "$IP_B" 2>&1 |
-			awk -v s="$SIZE" '$1 == s {print $5}')
-		wait
-		marker
+		typ=$(cat "$OUT/figure")
 		echo "$((ndump - 1)) $d $t $SIZE $ITERS ${typ:-fail}" >>"$OUT/phases"
-		echo "# $d $t $SIZE B x $ITERS: typical ${typ:-fail} us (under the plugin)"
+		echo "# $d $t $SIZE B x $ITERS: ${typ:-fail} (under the plugin)"
 	done
 done
+rm -f "$OUT/figure"
