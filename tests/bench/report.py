@@ -359,6 +359,9 @@ def storage_table(res, title, intro, cpu_metrics):
         if (hi < 1) if higher else (lo > 1):
             return "**not met**"
         return "tie"
+    # transports the run had (BENCH_DRIVERS may leave siw out)
+    ran = {k[1] for k in res.seen if storage_key(k)} | {d.split("-", 1)[1] for _, d in res.crashed
+                                                        if d.startswith("storage-")}
     for mtu in mtus:
         lines += ["", f"### Storage, MTU {mtu}", "",
                   "| figure | unit | rsiw | siw | nvme-tcp | rsiw/nvme-tcp | paired [90% CI] | goal | "
@@ -372,7 +375,8 @@ def storage_table(res, title, intro, cpu_metrics):
                 continue
             med = {d: res.median(mtu, d, test, size, metric) for d in ("rsiw", "siw", "nvmetcp")}
             cell = {d: ("crash" if (mtu, "storage-" + d) in res.crashed and med[d] is None
-                        else res.cell(mtu, d, test, size, metric, fmt_g)) for d in med}
+                        else res.cell(mtu, d, test, size, metric, fmt_g) if d in ran
+                        else "-") for d in med}
             lines.append(f"| {label} | {unit} | {cell['rsiw']} | {cell['siw']} | {cell['nvmetcp']} | "
                          f"{ratio(med['rsiw'], med['nvmetcp'])} | "
                          f"{paired(res, mtu, 'rsiw', 'nvmetcp', test, size, metric)} | "
