@@ -11,9 +11,13 @@
 #   make clippy   build the module with CLIPPY=1
 #   make fmt      rustfmt the whole tree
 #   make bench    rsiw vs upstream siw perftest matrix in one guest, then across
-#                 two guests (~40 min), results/bench-<date>/ (BENCH_REPS,
+#                 two guests (~50 min), results/bench-<date>/ (BENCH_REPS,
 #                 BENCH_DRIVERS, BENCH_BASE_KO, ...: see tests/bench/bench.sh;
-#                 BENCH_PAIR=0 skips the two guests, BENCH_PAIR_*: pair_bench.sh)
+#                 BENCH_PAIR=0 skips the two guests, BENCH_PAIR_*: pair_bench.sh);
+#                 with its storage section (NVMe-oF over rsiw and siw against
+#                 NVMe/TCP, fio; BENCH_TESTS names "storage", as by default;
+#                 BENCH_STORAGE_*; at its defaults it adds about 16 min on a
+#                 busy host: 183 s per repetition in one guest, 220 s across two)
 #   make lat-pair rsiw vs siw ping-pong latency with both drivers' connections up
 #                 at once, alternating every few iterations (tests/bench/latpair.sh)
 #   make distance two guests at 20 and 50 ms RTT: rsiw's bandwidth against

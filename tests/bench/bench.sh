@@ -36,13 +36,39 @@
 #                         before each of their matrices (same boot, same
 #                         order rules), report.py adds "rsiw/base" columns;
 #                         BENCH_BASE_NAME (e.g. its commit) labels it
-#   BENCH_TESTS="bw lat msgrate pair"    (subset for quick iteration); pair:
+#   BENCH_TESTS="bw lat msgrate storage pair"  (subset for quick
+#                         iteration; the perftest matrix and iperf3 run
+#                         when one of bw, lat, msgrate is named); pair:
 #                         tests/bench/latpair.sh after the matrix, both
 #                         drivers' latency from one process pair, results
-#                         in pair/ (PAIR_* knobs pass through)
+#                         in pair/ (PAIR_* knobs pass through); storage:
+#                         the storage section below
+#   BENCH_STORAGE_MTUS    MTUs of the storage section (default: the first
+#                         of BENCH_MTUS)
+#   BENCH_STORAGE_RUNTIME=4, BENCH_STORAGE_RAMP=1: seconds per fio job,
+#                         measured and unmeasured (tests/bench/nvme_fio.sh)
+#
+# The storage section (issue #36): NVMe-oF on a null_blk namespace, the
+# target (nvmet) and the host in this guest, over nvme-rdma on each RDMA
+# driver of BENCH_DRIVERS, then over nvme-tcp on the same addresses
+# (driver "nvmetcp"), transports alternating by repetition: fio's 4 KiB
+# random read at queue depth 1 (median and p99 latency) and 32 (IOPS),
+# 128 KiB sequential read and write (MB/s), and the whole guest's CPU per
+# I/O over each job's measured window. nvmet-rdma and nvme-rdma make their
+# rdma_cm ids in the initial network namespace only, so the section runs
+# there, on a veth pair nva/nvb whose traffic policy routes keep on the
+# veth (tests/guest/nvmeof.sh nvme_veth_up), not on the namespaces of the
+# perftest matrix. nvmet-rdma listens on 4420, nvmet-tcp on 4421 (each
+# iWARP device listens with a kernel TCP socket of its own). Cost: 4 fio
+# jobs of 5 s per transport and repetition, 61 s per transport with the
+# connects and process starts, measured on a host with a load average of
+# 14 on its 2 cores (366 s for 2 repetitions of rsiw, siw and nvme-tcp);
+# so about 9 min at the default 3 repetitions on such a host, less on a
+# quiet one. BENCH_TESTS without "storage" leaves it out.
 set -u
-. "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 || {
-	echo "bench: cannot source tests/guest/lib.sh" >&2
+. "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 &&
+	. "$RSIW_TESTDIR/nvmeof.sh" && . "$(dirname "$0")/nvme_fio.sh" || {
+	echo "bench: cannot source tests/guest/lib.sh, nvmeof.sh or tests/bench/nvme_fio.sh" >&2
 	exit 0
 }
 
@@ -59,7 +85,8 @@ LAT_ITERS=${BENCH_LAT_ITERS:-1000}
 LAT_RUNS=${BENCH_LAT_RUNS:-3}
 BW_SIZES=${BENCH_BW_SIZES:-"4096 65536 1048576"}
 LAT_SIZES=${BENCH_LAT_SIZES:-"64 4096"}
-TESTS=${BENCH_TESTS:-"bw lat msgrate pair"}
+TESTS=${BENCH_TESTS:-"bw lat msgrate storage pair"}
+STORAGE_MTUS=${BENCH_STORAGE_MTUS:-${MTUS%% *}}
 CRC=${BENCH_CRC:-0}
 MSGRATE_QPS=8
 MSGRATE_SIZE=64
@@ -385,6 +412,112 @@ bench_topo_up() { # mtu
 		in_a ip link set va up && in_b ip link set vb up && neigh_pin
 }
 
+# storage_links DRIVER: DRIVER's devices DRIVERna on nva and DRIVERnb on
+# nvb (nvme_veth_up's pair, in the initial network namespace), and only
+# those.
+storage_links() {
+	local type=$1
+	links_down
+	case $1 in
+	rsiw) use_rsiw "$RSIW_KO" || return 1 ;;
+	base) use_rsiw "$BASE_KO" && type=rsiw || return 1 ;;
+	esac
+	rdma link add "${1}na" type "$type" netdev nva && rdma link add "${1}nb" type "$type" netdev nvb
+}
+
+# storage_unit MTU REP DRIVER: the fio jobs (tests/bench/nvme_fio.sh) on
+# the namespace over nvme-rdma on DRIVER's devices (port 1, 4420), or
+# over nvme-tcp for DRIVER nvmetcp (port 2, 4421), each with the whole
+# guest's CPU per I/O: busy CPU (kernel and user, every CPU) from the
+# /proc/stat samples of the job's measured window (the seconds after its
+# ramp and before its last second), over fio's I/O rate. Also per I/O,
+# over the whole fio run: TCP segments (both ways), context switches and,
+# on rsiw, its device counters (what bounds nvme-rdma: messages, socket
+# sends, workqueue runs per I/O).
+storage_unit() {
+	local mtu=$1 rep=$2 drv=$3 tr=rdma port=1 svc=4420 job dev= out fig util cpu c0 c1 r0 r1
+	[ "$drv" = nvmetcp ] && tr=tcp port=2 svc=4421
+	{
+		echo "=== storage: $drv mtu $mtu rep $rep (nvme-$tr)"
+		if [ $tr = tcp ]; then links_down; else storage_links "$drv"; fi &&
+			nvme_port_up $port $tr "$NVME_IP_B" $svc && nvme_connect "$NVME_IP_B" $tr $svc &&
+			dev=$(nvme_disk)
+	} >>"$LOG" 2>&1
+	[ -n "$dev" ] || say "storage: $drv mtu $mtu rep $rep: no namespace over nvme-$tr (see runs.log)"
+	for job in $STORAGE_JOBS; do
+		fig=
+		if [ -n "$dev" ]; then
+			storage_fio_cmd "$job" "$dev"
+			r0=$(storage_rdma_counts)
+			c0=$(storage_counts)
+			cpu_sampler_start
+			out=$(timeout -k 5 $((STORAGE_RAMP + STORAGE_RUNTIME + 60)) "${FIO_CMD[@]}" 2>&1)
+			cpu_sampler_stop
+			c1=$(storage_counts)
+			r1=$(storage_rdma_counts)
+			printf '=== %s\n%s\n\n' "${FIO_CMD[*]}" "$out" >>"$LOG"
+			fig=$(storage_figures "$out")
+			if [ -n "$fig" ]; then
+				storage_rec_counts "$mtu" "$rep" "$drv" "$job" "$(storage_per_io "$c0" "$c1" "$fig")"
+				storage_rec_rdma "$mtu" "$rep" "$drv" "$job" "$r0" "$r1" "$fig"
+			fi
+		fi
+		cpu=
+		if [ -n "$fig" ]; then
+			util=$(DUR=$((STORAGE_RAMP + STORAGE_RUNTIME)) MARGIN=$STORAGE_RAMP cpu_window_util)
+			[ -n "$util" ] && cpu=$(awk -v u="$util" -v n="$NCPU" -v r="${fig%% *}" \
+				'BEGIN { if (r > 0) printf "%.1f", u / 100 * n * 1e6 / r }')
+		fi
+		storage_rec_job "$mtu" "$rep" "$drv" "$job" "$fig" "cpu_us_per_io=$cpu"
+		say "storage: $drv mtu $mtu rep $rep $job: ${fig:-fail} (IOPS p50us p99us MB/s), CPU ${cpu:-?} us/IO"
+	done
+	{
+		nvme_disconnect $tr
+		nvme_port_down $port
+		links_down
+		# (that the traffic crossed the veth, not loopback)
+		ip -s link show nva
+		ip -s link show lo
+	} >>"$LOG" 2>&1
+}
+
+# storage_section: the storage units of every MTU in STORAGE_MTUS and
+# repetition, transports alternating (as the drivers of the matrix do),
+# the target's null_blk namespace (no memory: an I/O costs it nothing)
+# set up once per boot.
+storage_section() {
+	local mtu rep drv order
+	for mtu in $STORAGE_MTUS; do
+		if ! { nvme_veth_up "$mtu" && { [ -d "$NVMET/subsystems/$NVME_NQN" ] ||
+			{ nvme_null_up gb=1 && nvme_subsys_up; }; }; } >>"$LOG" 2>&1; then
+			say "storage: the veth pair or the target at MTU $mtu failed (see runs.log)"
+			continue
+		fi
+		for rep in $(seq 1 "$REPS"); do
+			order="$DRIVERS nvmetcp"
+			[ $((rep % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$order" | tac | tr '\n' ' ')
+			for drv in $order; do
+				unit_done "$mtu" "$rep" "storage-$drv" && continue
+				if is_crashed "storage-$drv"; then
+					rec "$mtu" "$rep" "storage-$drv" all - - "" - crash
+					say "storage: $drv mtu $mtu rep $rep: skipped ($drv crashed the guest earlier)"
+				else
+					echo "start $mtu $rep storage-$drv" >>"$PROGRESS"
+					sync
+					storage_unit "$mtu" "$rep" "$drv"
+				fi
+				echo "done $mtu $rep storage-$drv" >>"$PROGRESS"
+				sync
+			done
+		done
+		nvme_veth_down
+	done
+	{
+		nvme_target_down
+		nvme_veth_down
+	} >>"$LOG" 2>&1
+}
+
 # ---- resume after a guest crash
 # Each unit (one driver's matrix, or one iperf3 run, at one MTU and rep) is
 # bracketed by "start"/"done" lines in $PROGRESS.  If a driver oopses the
@@ -439,7 +572,12 @@ rsiw_ver=$(git -C "$RSIW_REPO" rev-parse --short HEAD 2>/dev/null)
   "perftest_flags": "${PT_COMMON[*]}",
   "crc": $CRC,
   "base_ko": "$BASE_KO",
-  "base_name": "${BENCH_BASE_NAME:-base}"
+  "base_name": "${BENCH_BASE_NAME:-base}",
+  "tests": "$TESTS",
+  "storage_mtus": "$STORAGE_MTUS",
+  "storage_runtime_s": $STORAGE_RUNTIME,
+  "storage_ramp_s": $STORAGE_RAMP,
+  "fio": "$(ver fio)"
 }
 EOF
 
@@ -453,7 +591,9 @@ if [ "$CRC" != 0 ] && [[ " $DRIVERS " == *" rsiw "* ]] &&
 fi
 
 kmsg_mark
-for mtu in $MTUS; do
+# (the perftest matrix and iperf3 only when a test of theirs is asked for)
+[[ " $TESTS " == *" bw "* || " $TESTS " == *" lat "* || " $TESTS " == *" msgrate "* ]] || MATRIX_MTUS=""
+for mtu in ${MATRIX_MTUS-$MTUS}; do
 	bench_topo_up "$mtu" || { say "topology with MTU $mtu failed"; continue; }
 	for rep in $(seq 1 "$REPS"); do
 		# Alternate the driver order between repetitions.
@@ -480,6 +620,9 @@ for mtu in $MTUS; do
 	links_down
 	topo_down
 done
+
+# ---- storage: NVMe-oF over nvme-rdma on each driver, and over nvme-tcp
+[[ " $TESTS " == *" storage "* ]] && storage_section
 
 # Both drivers at once, alternating every few iterations (latpair.sh):
 # latency ratios that the host's speed drift does not move.

@@ -16,13 +16,27 @@
 # results.tsv); tests/bench/report.py adds the "Two guests" section.
 # Never fails: what does not work is recorded as "fail".
 #
+# Storage (BENCH_TESTS names "storage", as by default): NVMe-oF with its
+# target (nvmet, a null_blk namespace) in guest b and its host in guest a,
+# over nvme-rdma on rsiw, on siw, and over nvme-tcp on the same link
+# (driver "nvmetcp"; nvmet-rdma on 4420, nvmet-tcp on 4421), transports
+# alternating by repetition: the fio jobs of tests/bench/nvme_fio.sh, and
+# each guest's CPU per I/O (cpu_us_per_io_a: the host, _b: the target),
+# sampled in the middle of each job. Cost: 440 s for the 2 default
+# repetitions, measured on a host with a load average of 14 on 2 cores.
+#
 # Knobs: BENCH_PAIR_REPS=2, BENCH_PAIR_MTUS="1500 9000", BENCH_PAIR_DUR=6
 # (seconds per bandwidth run; the CPU is sampled over its middle),
-# BENCH_PAIR_SIZES="4096 65536 1048576", BENCH_MARGIN=1, BENCH_LAT_ITERS=1000.
+# BENCH_PAIR_SIZES="4096 65536 1048576", BENCH_MARGIN=1, BENCH_LAT_ITERS=1000;
+# BENCH_TESTS (the perftest and TCP figures when it names one of bw, lat,
+# msgrate; storage when it names storage), BENCH_STORAGE_MTUS (default:
+# the first of BENCH_PAIR_MTUS), BENCH_STORAGE_RUNTIME, BENCH_STORAGE_RAMP.
 set -u
 . "$(dirname "$0")/../guest/lib.sh"
 . "$RSIW_TESTDIR/pair.sh"
 . "$RSIW_TESTDIR/perftest.sh"
+. "$RSIW_TESTDIR/nvmeof.sh"
+. "$(dirname "$0")/nvme_fio.sh"
 
 REPS=${BENCH_PAIR_REPS:-2}
 MTUS=${BENCH_PAIR_MTUS:-"1500 9000"}
@@ -30,6 +44,8 @@ DUR=${BENCH_PAIR_DUR:-6}
 MARGIN=${BENCH_MARGIN:-1}
 LAT_ITERS=${BENCH_LAT_ITERS:-1000}
 SIZES=${BENCH_PAIR_SIZES:-"4096 65536 1048576"}
+TESTS=${BENCH_TESTS:-"bw lat msgrate storage pair"}
+STORAGE_MTUS=${BENCH_STORAGE_MTUS:-${MTUS%% *}}
 OUT=${BENCH_OUT:-$RSIW_REPO/results/bench-pair-$(date +%Y%m%d-%H%M%S)}/pair
 PORT=7300
 mkdir -p "$OUT" || exit 0
@@ -188,10 +204,81 @@ tcp_lat() {
 	say "tcp mtu $mtu rep $rep qperf tcp_lat 64: ${us:-fail} us"
 }
 
+# cpu_per_io A0 A1 NCPU IOPS: microseconds of CPU per I/O of a guest of
+# NCPU CPUs whose jiffies went from A0 to A1 (each from busy_of) while it
+# did IOPS I/Os per second.
+cpu_per_io() {
+	awk -v a="$1" -v b="$2" -v n="$3" -v r="$4" 'BEGIN {
+		split(a, x, " "); split(b, y, " ")
+		if (y[2] <= x[2] || r <= 0) exit
+		printf "%.1f", (y[1] - x[1]) / (y[2] - x[2]) * n * 1e6 / r }'
+}
+
+# storage MTU REP DRIVER: the fio jobs on the namespace of guest b's
+# target over nvme-rdma on DRIVER (rsiw or siw, in both guests), or over
+# nvme-tcp for DRIVER nvmetcp; both guests' CPU per I/O from /proc/stat
+# samples taken in the job's measured window; guest a's TCP segments,
+# context switches and rsiw counters per I/O over the whole run (the _a
+# rows of storage_rec_counts and storage_rec_rdma).
+storage() {
+	local mtu=$1 rep=$2 drv=$3 tr=rdma port=1 svc=4420 job dev= out fig a0 a1 b0 b1 ca cb c0 c1 r0 r1
+	[ "$drv" = nvmetcp ] && tr=tcp port=2 svc=4421
+	{
+		echo "=== storage: $drv mtu $mtu rep $rep (nvme-$tr)"
+		if [ $tr = tcp ]; then
+			both "rdma link delete rsiw0 2>/dev/null; rdma link delete siw0 2>/dev/null; true"
+		else
+			drv_up "$drv"
+		fi &&
+			pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_port_up $port $tr $RSIW_PEER $svc" &&
+			nvme_connect "$RSIW_PEER" $tr $svc && dev=$(nvme_disk)
+	} >>"$LOG" 2>&1
+	[ -n "$dev" ] || say "storage: $drv mtu $mtu rep $rep: no namespace over nvme-$tr (see runs.log)"
+	for job in $STORAGE_JOBS; do
+		fig= ca= cb= a0= a1= b0= b1=
+		if [ -n "$dev" ]; then
+			storage_fio_cmd "$job" "$dev"
+			r0=$(storage_rdma_counts)
+			c0=$(storage_counts)
+			timeout -k 5 $((STORAGE_RAMP + STORAGE_RUNTIME + 60)) "${FIO_CMD[@]}" >/tmp/pair-fio.out 2>&1 &
+			local f=$!
+			# (fio starts, ramps up, then measures STORAGE_RUNTIME s)
+			sleep $((STORAGE_RAMP + 1))
+			sample && a0=$SAMPLE_A b0=$SAMPLE_B
+			sleep $((STORAGE_RUNTIME > 3 ? STORAGE_RUNTIME - 2 : 1))
+			sample && a1=$SAMPLE_A b1=$SAMPLE_B
+			wait $f
+			c1=$(storage_counts)
+			r1=$(storage_rdma_counts)
+			out=$(cat /tmp/pair-fio.out)
+			printf '=== %s\n%s\n\n' "${FIO_CMD[*]}" "$out" >>"$LOG"
+			fig=$(storage_figures "$out")
+			if [ -n "$fig" ]; then
+				storage_rec_counts "$mtu" "$rep" "$drv" "$job" "$(storage_per_io "$c0" "$c1" "$fig")" _a
+				storage_rec_rdma "$mtu" "$rep" "$drv" "$job" "$r0" "$r1" "$fig" _a
+			fi
+		fi
+		if [ -n "$fig" ] && [ -n "$a1" ]; then
+			ca=$(cpu_per_io "$a0" "$a1" "$NCPU_A" "${fig%% *}")
+			cb=$(cpu_per_io "$b0" "$b1" "$NCPU_B" "${fig%% *}")
+		fi
+		storage_rec_job "$mtu" "$rep" "$drv" "$job" "$fig" "cpu_us_per_io_a=$ca" "cpu_us_per_io_b=$cb"
+		say "storage: $drv mtu $mtu rep $rep $job: ${fig:-fail} (IOPS p50us p99us MB/s), CPU us/IO host ${ca:-?} target ${cb:-?}"
+	done
+	{
+		nvme_disconnect $tr
+		pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_port_down $port"
+		both "rdma link delete rsiw0 2>/dev/null; rdma link delete siw0 2>/dev/null; true"
+	} >>"$LOG" 2>&1
+}
+
 pair_up >/dev/null || { say "link down"; pair_quit; exit 0; }
 pair_run "load_rsiw && load_siw" >/dev/null && load_rsiw && load_siw || say "loading the drivers failed"
+NCPU_A=$(nproc) NCPU_B=$(pair_run nproc)
 kmsg_mark
-for mtu in $MTUS; do
+# (the perftest and TCP figures only when a test of theirs is asked for)
+[[ " $TESTS " == *" bw "* || " $TESTS " == *" lat "* || " $TESTS " == *" msgrate "* ]] || MATRIX_MTUS=""
+for mtu in ${MATRIX_MTUS-$MTUS}; do
 	both "ip link set eth0 mtu $mtu" || { say "MTU $mtu refused"; continue; }
 	for rep in $(seq "$REPS"); do
 		order="rsiw siw"
@@ -210,6 +297,19 @@ for mtu in $MTUS; do
 		tcp_lat "$mtu" "$rep"
 	done
 done
+if [[ " $TESTS " == *" storage "* ]]; then
+	pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_null_up gb=1 && nvme_subsys_up" >>"$LOG" 2>&1 ||
+		say "storage: the target in guest b failed (see runs.log)"
+	for mtu in $STORAGE_MTUS; do
+		both "ip link set eth0 mtu $mtu" || { say "MTU $mtu refused"; continue; }
+		for rep in $(seq "$REPS"); do
+			order="rsiw siw nvmetcp"
+			[ $((rep % 2)) = 0 ] && order="nvmetcp siw rsiw"
+			for drv in $order; do storage "$mtu" "$rep" $drv; done
+		done
+	done
+	pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_target_down" >>"$LOG" 2>&1
+fi
 both "ip link set eth0 mtu 1500"
 dmesg >"$OUT/kmsg-a.txt"
 pair_run dmesg >"$OUT/kmsg-b.txt"

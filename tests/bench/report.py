@@ -28,6 +28,12 @@ BW_TESTS = [("write_bw", "ib_write_bw"), ("read_bw", "ib_read_bw"), ("send_bw", 
 LAT_TESTS = [("write_lat", "ib_write_lat"), ("send_lat", "ib_send_lat"), ("read_lat", "ib_read_lat")]
 
 
+def storage_key(k):
+    """True for a results key of the storage section (its tests are
+    nvme_*), which has tables of its own."""
+    return k[2].startswith("nvme_")
+
+
 def size_label(s):
     s = int(s)
     if s >= 1 << 20 and s % (1 << 20) == 0:
@@ -149,22 +155,28 @@ T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
        1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725]
 
 
-def paired(res, mtu, a, b, test, size, metric):
+def paired_ci(res, mtu, a, b, test, size, metric):
     """The ratio a/b from the repetitions both drivers completed, each
     repetition's two runs taken as a pair (they ran minutes apart in the
     same boot, so the host's drift mostly cancels; a repetition with
     several runs, as latency has, counts with its median): the geometric
     mean of the per-repetition ratios and its 90% confidence interval
-    (Student t on the log ratios), as "g [lo-hi]"; "-" with fewer than 2
+    (Student t on the log ratios), as (g, lo, hi); None with fewer than 2
     pairs."""
     ra = res.byrep.get((mtu, a, test, str(size), metric), {})
     rb = res.byrep.get((mtu, b, test, str(size), metric), {})
     logs = [math.log(statistics.median(ra[k]) / statistics.median(rb[k])) for k in ra if k in rb]
     if len(logs) < 2:
-        return "-"
+        return None
     m = statistics.mean(logs)
     h = T95[min(len(logs) - 2, len(T95) - 1)] * statistics.stdev(logs) / math.sqrt(len(logs))
-    return f"{math.exp(m):.2f} [{math.exp(m - h):.2f}-{math.exp(m + h):.2f}]"
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
+
+
+def paired(res, mtu, a, b, test, size, metric):
+    """paired_ci as "g [lo-hi]"; "-" with fewer than 2 pairs."""
+    p = paired_ci(res, mtu, a, b, test, size, metric)
+    return "-" if p is None else f"{p[0]:.2f} [{p[1]:.2f}-{p[2]:.2f}]"
 
 
 def table(res, meta, host, mtus):
@@ -310,6 +322,101 @@ def base_table(res, meta, mtus):
     return "\n".join(lines) + "\n"
 
 
+# The storage section (bench.sh and pair_bench.sh, tests/bench/nvme_fio.sh):
+# (test, size, metric, label, unit, higher is better)
+STORAGE_FIGURES = [
+    ("nvme_randread_qd1", 4096, "lat_p50", "4 KiB random read, QD 1: median latency", "us", False),
+    ("nvme_randread_qd1", 4096, "lat_p99", "4 KiB random read, QD 1: p99 latency", "us", False),
+    ("nvme_randread_qd32", 4096, "iops", "4 KiB random read, QD 32", "IOPS", True),
+    ("nvme_seqread", 131072, "MBps", "128 KiB sequential read, QD 16", "MB/s", True),
+    ("nvme_seqwrite", 131072, "MBps", "128 KiB sequential write, QD 16", "MB/s", True),
+]
+STORAGE_CPU_JOBS = [("nvme_randread_qd1", 4096, "4 KiB random read, QD 1"),
+                    ("nvme_randread_qd32", 4096, "4 KiB random read, QD 32"),
+                    ("nvme_seqread", 131072, "128 KiB sequential read"),
+                    ("nvme_seqwrite", 131072, "128 KiB sequential write")]
+
+
+def storage_table(res, title, intro, cpu_metrics):
+    """The storage section's table for each MTU it ran at: every figure on
+    nvme-rdma over rsiw and siw and on nvme-tcp ("nvmetcp"), the ratios
+    rsiw/nvme-tcp and rsiw/siw of the medians and paired by repetition,
+    and whether rsiw meets the goal (at least as good as nvme-tcp: the
+    paired interval on the good side of 1; "not met" when it is on the
+    bad side, "tie" when it contains 1). cpu_metrics: [(metric, label)]
+    of the CPU per I/O rows. '' without storage rows."""
+    mtus = sorted({k[0] for k in res.seen if k[2].startswith("nvme_")}, key=int)
+    if not mtus:
+        return ""
+    lines = ["", title, "", intro]
+
+    def verdict(p, higher):
+        if p is None:
+            return "-"
+        g, lo, hi = p
+        if (lo >= 1) if higher else (hi <= 1):
+            return "met"
+        if (hi < 1) if higher else (lo > 1):
+            return "**not met**"
+        return "tie"
+    # transports the run had (BENCH_DRIVERS may leave siw out)
+    ran = {k[1] for k in res.seen if storage_key(k)} | {d.split("-", 1)[1] for _, d in res.crashed
+                                                        if d.startswith("storage-")}
+    for mtu in mtus:
+        lines += ["", f"### Storage, MTU {mtu}", "",
+                  "| figure | unit | rsiw | siw | nvme-tcp | rsiw/nvme-tcp | paired [90% CI] | goal | "
+                  "rsiw/siw paired [90% CI] |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        rows = [(t, z, m, lab, u, hb) for t, z, m, lab, u, hb in STORAGE_FIGURES]
+        rows += [(t, z, m, f"CPU per I/O{ml}, {lab}", "CPU-us/IO", False)
+                 for m, ml in cpu_metrics for t, z, lab in STORAGE_CPU_JOBS]
+        for test, size, metric, label, unit, higher in rows:
+            if not any(k[0] == mtu and k[2] == test and k[4] == metric for k in res.seen):
+                continue
+            med = {d: res.median(mtu, d, test, size, metric) for d in ("rsiw", "siw", "nvmetcp")}
+            cell = {d: ("crash" if (mtu, "storage-" + d) in res.crashed and med[d] is None
+                        else res.cell(mtu, d, test, size, metric, fmt_g) if d in ran
+                        else "-") for d in med}
+            lines.append(f"| {label} | {unit} | {cell['rsiw']} | {cell['siw']} | {cell['nvmetcp']} | "
+                         f"{ratio(med['rsiw'], med['nvmetcp'])} | "
+                         f"{paired(res, mtu, 'rsiw', 'nvmetcp', test, size, metric)} | "
+                         f"{verdict(paired_ci(res, mtu, 'rsiw', 'nvmetcp', test, size, metric), higher)} | "
+                         f"{paired(res, mtu, 'rsiw', 'siw', test, size, metric)} |")
+        counts = sorted({k[4] for k in res.seen if k[0] == mtu and k[2].startswith("nvme_")
+                         and k[4].split("_per_io")[0] in COUNT_LABELS and "_per_io" in k[4]},
+                        key=lambda m: list(COUNT_LABELS).index(m.split("_per_io")[0]))
+        if counts:
+            lines += ["", "What each I/O took (medians; over the whole fio run, TCP segments both ways; "
+                      "rsiw's device counters summed over its links in the guest" +
+                      (", guest a" if any(m.endswith("_a") for m in counts) else "") + "):", "",
+                      "| job | per I/O | rsiw | siw | nvme-tcp |", "|---|---|---|---|---|"]
+            for test, size, label in STORAGE_CPU_JOBS:
+                for m in counts:
+                    if not any(k[0] == mtu and k[2] == test and k[4] == m for k in res.seen):
+                        continue
+                    c = {d: res.median(mtu, d, test, size, m) for d in ("rsiw", "siw", "nvmetcp")}
+                    f = lambda v: "" if v is None else fmt_g(v)  # noqa: E731
+                    lines.append(f"| {label} | {COUNT_LABELS[m.split('_per_io')[0]]} | {f(c['rsiw'])} | "
+                                 f"{f(c['siw'])} | {f(c['nvmetcp'])} |")
+    return "\n".join(lines) + "\n"
+
+
+# the per-I/O counts of the storage section (tests/bench/nvme_fio.sh)
+COUNT_LABELS = {"tcp_segs": "TCP segments", "ctxt": "context switches",
+                "tx_messages": "rsiw messages sent", "tx_fpdus": "rsiw FPDUs sent",
+                "tx_tcp_sends": "rsiw TCP send calls", "tx_work_runs": "rsiw transmit workqueue runs",
+                "rx_upcalls": "rsiw receive upcalls"}
+
+
+STORAGE_INTRO = (
+    "NVMe-oF on a null_blk namespace (no memory: the target's device costs nothing per I/O), fio with "
+    "libaio and O_DIRECT (tests/bench/nvme_fio.sh): over nvme-rdma on rsiw and on siw, and over nvme-tcp "
+    "on the same addresses; transports alternating by repetition in one boot. Latency: fio's total "
+    "latency (submission to completion). Ratio = rsiw/nvme-tcp: the goal is rsiw at least as fast as "
+    "nvme-tcp on every figure (for latency and CPU, lower is better); paired: each repetition's runs "
+    "as a pair, the geometric mean of their ratios and its 90% confidence interval.")
+
+
 def pair_table(out):
     """The two-guest section (tests/bench/pair_bench.sh's pair/results.tsv):
     rsiw against siw and TCP across virtio-net; '' without it."""
@@ -318,7 +425,7 @@ def pair_table(out):
         return ""
     rows, _ = load(path)
     res = Results(rows, max([int(r["rep"]) for r in rows if r["rep"].isdigit()] or [1]))
-    mtus = sorted({k[0] for k in res.seen}, key=int)
+    mtus = sorted({k[0] for k in res.seen if not storage_key(k)}, key=int)
     lines = ["", "## Two guests (virtio-net between two QEMU guests, one vCPU each)", "",
              "tests/bench/pair_bench.sh: both guests run the same driver, the client in guest a. "
              "TCP's ceiling is the better of iperf3 and iperf3 -Z (one stream); its latency floor is "
@@ -367,7 +474,11 @@ def pair_table(out):
             f"{res.cell(mtu, 'tcp', 'iperf3_z', 'stream', 'bw', fmt_g)} | |")
         add(f"| TCP ping-pong floor (qperf tcp_lat) | 64 B | us | | | | "
             f"{res.cell(mtu, 'tcp', 'qperf_tcp_lat', 64, 'lat', fmt_g)} | |")
-    return "\n".join(lines) + "\n"
+    st = storage_table(res, "### Storage: NVMe-oF over rsiw against NVMe/TCP (two guests)",
+                       STORAGE_INTRO + " Two guests: the target in guest b, the host (fio) in guest a; "
+                       "CPU per I/O in each guest (host: a, target: b), sampled in the middle of each job.",
+                       [("cpu_us_per_io_a", " (host, a)"), ("cpu_us_per_io_b", " (target, b)")])
+    return "\n".join(lines) + "\n" + st.replace("\n### Storage, MTU", "\n#### Storage, MTU")
 
 
 def chart(res, mtus, path):
@@ -427,10 +538,19 @@ def main():
     rows, meta = load(OUT)
     host = host_facts(OUT)
     res = Results(rows, int(meta.get("reps", 1)))
-    mtus = [m for m in str(meta.get("mtus", "")).split() if any(k[0] == m for k in res.seen)]
+    mtus = [m for m in str(meta.get("mtus", "")).split()
+            if any(k[0] == m and not storage_key(k) for k in res.seen)]
     if not mtus:
-        mtus = sorted({k[0] for k in res.seen}, key=int)
-    md = table(res, meta, host, mtus) + base_table(res, meta, mtus) + pair_table(OUT)
+        mtus = sorted({k[0] for k in res.seen if not storage_key(k)}, key=int)
+    md = table(res, meta, host, mtus) + base_table(res, meta, mtus)
+    md += storage_table(res, "## Storage: NVMe-oF over rsiw against NVMe/TCP (one guest)",
+                        STORAGE_INTRO + " One guest: target and host in the initial network namespace "
+                        "(nvmet-rdma and nvme-rdma create their rdma_cm ids there only), on a veth pair "
+                        "whose traffic policy routes keep on the veth; CPU per I/O: the whole guest's "
+                        f"busy time ({meta.get('guest_cpus', '?')} vCPUs, kernel and user) over each "
+                        "job's measured window, over its I/O count.",
+                        [("cpu_us_per_io", "")])
+    md += pair_table(OUT)
     pair = os.path.join(OUT, "pair", "table.md")
     if os.path.exists(pair):
         # latpair.sh's own table, under a heading of this report
@@ -441,7 +561,7 @@ def main():
     with open(os.path.join(OUT, "table.md"), "w") as f:
         f.write(md)
     print(md)
-    if chart(res, mtus, os.path.join(OUT, "bw.png")):
+    if mtus and chart(res, mtus, os.path.join(OUT, "bw.png")):
         print(f"report: {os.path.relpath(OUT, ROOT)}/table.md and bw.png")
 
 

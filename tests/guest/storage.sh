@@ -6,6 +6,10 @@
 #
 # The guests' root file system is the host's, read-only: what the daemons
 # write (/etc/iscsi's node records, ksmbd's configuration) goes to tmpfs.
+#
+# NVMe-oF (nvme_target_up, nvme_connect, ...) comes from nvmeof.sh.
+
+. "$RSIW_TESTDIR/nvmeof.sh"
 
 STORE=/tmp/rsiw-store
 ISER_IQN=iqn.2026-11.org.rsiw:store
@@ -114,64 +118,6 @@ iser_logout() {
 	for _ in $(seq 50); do pidof iscsid >/dev/null || break; sleep 0.1; done
 	! mountpoint -q /etc/iscsi || umount /etc/iscsi
 	modprobe -r ib_iser
-}
-
-NVMET=/sys/kernel/config/nvmet
-NVME_NQN=nqn.2026-11.org.rsiw:store
-
-# nvme_target_up ADDR: an NVMe-oF target (nvmet-rdma) with subsystem
-# NVME_NQN, one namespace on a memory-backed null_blk (1 GiB, allocated
-# as written), any host allowed, its port on ADDR:4420.
-nvme_target_up() {
-	modprobe null_blk memory_backed=1 gb=1 nr_devices=1 &&
-		modprobe nvmet && modprobe nvmet-rdma || return 1
-	local sub=$NVMET/subsystems/$NVME_NQN
-	mkdir $sub && echo 1 >$sub/attr_allow_any_host &&
-		mkdir $sub/namespaces/1 && echo /dev/nullb0 >$sub/namespaces/1/device_path &&
-		echo 1 >$sub/namespaces/1/enable &&
-		mkdir $NVMET/ports/1 && echo rdma >$NVMET/ports/1/addr_trtype &&
-		echo ipv4 >$NVMET/ports/1/addr_adrfam && echo "$1" >$NVMET/ports/1/addr_traddr &&
-		echo 4420 >$NVMET/ports/1/addr_trsvcid &&
-		ln -s $sub $NVMET/ports/1/subsystems/$NVME_NQN
-}
-
-# nvme_target_down: removes what nvme_target_up made, unloads the target.
-nvme_target_down() {
-	rm -f $NVMET/ports/1/subsystems/$NVME_NQN
-	rmdir $NVMET/ports/1 $NVMET/subsystems/$NVME_NQN/namespaces/1 $NVMET/subsystems/$NVME_NQN
-	modprobe -r nvmet-rdma nvmet null_blk
-}
-
-# nvme_connect ADDR: the NVMe-oF host (nvme-rdma) connects to NVME_NQN at
-# ADDR:4420 and waits (20 s at most) for its namespace's block device.
-nvme_connect() {
-	modprobe nvme-rdma &&
-		echo "transport=rdma,traddr=$1,trsvcid=4420,nqn=$NVME_NQN" >/dev/nvme-fabrics || return 1
-	for _ in $(seq 100); do
-		nvme_disk >/dev/null && return 0
-		sleep 0.2
-	done
-	echo "nvme_connect: no namespace" >&2
-	return 1
-}
-
-# nvme_disk: the block device of the connected controller's namespace.
-nvme_disk() {
-	local c
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] || continue
-		[ -b "/dev/${c##*/}n1" ] && { echo "/dev/${c##*/}n1"; return 0; }
-	done
-	return 1
-}
-
-# nvme_disconnect: deletes the controller and unloads the host.
-nvme_disconnect() {
-	local c
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] && echo 1 >"$c/delete_controller"
-	done
-	modprobe -r nvme-rdma
 }
 
 # blk_data DEV: writes 3 MiB of random data to DEV with O_DIRECT, 1 MiB
