@@ -53,7 +53,10 @@ netns_mode() {
 		rdma system set netns "$1" 2>/dev/null && break
 		snooze 0.1
 	done
-	rdma system show | grep -q "netns $1"
+	rdma system show | grep -q "netns $1" && return 0
+	echo "rdma system set netns $1 refused: a namespace besides init_net lives on"
+	ip netns list
+	return 1
 }
 
 # rping_pair RUN_A RUN_B ADDR: rping -V server in ns A (run with RUN_A), 5
