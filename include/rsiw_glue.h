@@ -17,6 +17,11 @@ bool rsiw_netif_up(const struct net_device *ndev);
 void rsiw_dev_put(struct net_device *ndev);
 bool rsiw_ib_device_try_get(struct ib_device *ibdev);
 struct net_device *rsiw_netdev_notifier_dev(void *info);
+struct net *rsiw_netdev_net_get(struct net_device *ndev);
+void rsiw_net_put(struct net *net);
+int rsiw_sock_create_in(struct net *net, int family, struct socket **res);
+void rsiw_ib_device_set_home_net(struct ib_device *ibdev,
+				 struct net_device *ndev);
 void rsiw_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
 unsigned long rsiw_spin_lock_irqsave(spinlock_t *lock);
 void rsiw_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);

@@ -228,7 +228,8 @@ impl Driver for RsiwDriver {
 
     fn iw_connect(dev: &Device<Self>, id: CmId, p: ConnParam) -> Result {
         let qp = dev.qp_xa.get(p.qpn).ok_or(EINVAL)?;
-        cm::connect(qp, id, p, &dev.settings.policy(), &dev.cm_ids)
+        let net = dev.netns()?;
+        cm::connect(&net, qp, id, p, &dev.settings.policy(), &dev.cm_ids)
     }
 
     fn iw_accept(dev: &Device<Self>, req: RequestKey, id: CmId, p: ConnParam) -> Result {
@@ -242,7 +243,9 @@ impl Driver for RsiwDriver {
 
     fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Listener>> {
         let (ids, pending) = (&dev.cm_ids, &dev.cm_pending);
-        cm::create_listen(dev.ifindex, dev.settings.clone(), id, backlog, ids, pending)
+        let net = dev.netns()?;
+        let settings = dev.settings.clone();
+        cm::create_listen(&net, dev.ifindex, settings, id, backlog, ids, pending)
     }
 
     fn iw_destroy_listen(l: Arc<Listener>) {

@@ -8,6 +8,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use crate::base::{limits, settings::MpaPolicy};
+use crate::kif::net::NetNs;
 use crate::kif::rdma::iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 use crate::kif::sock::{SockAddr, Socket};
 use crate::qp::Qp;
@@ -203,9 +204,11 @@ impl Phase {
 }
 
 /// `iw_connect`: connect `qp` (the QP `p.qpn` names) to the CM id's
-/// remote address, as the device's settings `pol` ask; the id is held in
-/// the device's `ids`.
+/// remote address, as the device's settings `pol` ask, from the network
+/// namespace `net` (the device's net device's, whoever asks); the id is
+/// held in the device's `ids`.
 pub(crate) fn connect(
+    net: &NetNs,
     qp: Arc<Qp>,
     id: CmId,
     p: ConnParam,
@@ -225,7 +228,7 @@ pub(crate) fn connect(
         return Err(EINVAL);
     }
     let raddr = id.remote_addr();
-    let sock = Socket::tcp(raddr.is_v6())?;
+    let sock = Socket::tcp(net, raddr.is_v6())?;
     // rdma_cm may hand out a local port still in TIME_WAIT from an
     // earlier connection (as siw, allow it).
     sock.set_reuseaddr();

@@ -14,6 +14,7 @@ use kernel::{
 };
 
 use crate::base::settings::Settings;
+use crate::kif::net::NetNs;
 use crate::kif::rdma::iwcm::CmId;
 use crate::kif::sock::{SockEvents, SockRx, Socket, TcpState};
 use crate::wire::connect::FrameKind;
@@ -90,9 +91,12 @@ impl SockEvents for Listener {
 }
 
 /// `iw_create_listen` on the device whose net device has interface index
-/// `ifindex` and whose settings are `settings`; the id is held in the
-/// device's `ids`, the connections accepted are entered in its `pending`.
+/// `ifindex` in the network namespace `net` and whose settings are
+/// `settings`; the id is held in the device's `ids`, the connections
+/// accepted are entered in its `pending`. The socket listens in `net`,
+/// whoever asks (a kernel consumer in another namespace too).
 pub(crate) fn create_listen(
+    net: &NetNs,
     ifindex: i32,
     settings: Arc<Settings>,
     id: CmId,
@@ -101,7 +105,7 @@ pub(crate) fn create_listen(
     pending: &Arc<Pending>,
 ) -> Result<Arc<Listener>> {
     let laddr = id.local_addr();
-    let sock = Socket::tcp(laddr.is_v6())?;
+    let sock = Socket::tcp(net, laddr.is_v6())?;
     sock.set_reuseaddr();
     // A consumer listening on both families (nfsd, say) asks for IPv6
     // only on its IPv6 listener; without it the IPv4 one gets EADDRINUSE.

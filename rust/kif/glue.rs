@@ -18,6 +18,19 @@ extern "C" {
         info: *mut kernel::ffi::c_void,
     ) -> *mut bindings::net_device;
     pub(in crate::kif) fn rsiw_ib_mark_name_assigned_by_user(ibdev: *mut bindings::ib_device);
+    pub(in crate::kif) fn rsiw_netdev_net_get(
+        ndev: *mut bindings::net_device,
+    ) -> *mut bindings::net;
+    pub(in crate::kif) fn rsiw_net_put(net: *mut bindings::net);
+    pub(in crate::kif) fn rsiw_sock_create_in(
+        net: *mut bindings::net,
+        family: kernel::ffi::c_int,
+        res: *mut *mut bindings::socket,
+    ) -> kernel::ffi::c_int;
+    pub(in crate::kif) fn rsiw_ib_device_set_home_net(
+        ibdev: *mut bindings::ib_device,
+        ndev: *mut bindings::net_device,
+    );
     #[cfg(CONFIG_PREEMPT_RT)]
     pub(in crate::kif) fn rsiw_spin_lock_irqsave(
         lock: *mut bindings::spinlock_t,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Net devices: a borrowed [`NetDev`], a counted reference to one, and the
-//! net device events RDMA drivers react to ([`NetdevEvent`]).
+//! Net devices: a borrowed [`NetDev`], a counted reference to one, the
+//! network namespace a device lives in ([`NetNs`]), and the net device
+//! events RDMA drivers react to ([`NetdevEvent`]).
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::bindings;
@@ -93,6 +94,49 @@ impl<'a> NetDev<'a> {
             *o = *c;
         }
         out
+    }
+}
+
+impl NetDev<'_> {
+    /// A reference on the network namespace the device lives in now;
+    /// `ENODEV` when that namespace is being dismantled.
+    pub fn netns(&self) -> kernel::error::Result<NetNs> {
+        // SAFETY: the device is valid (type invariant), so is its
+        // namespace while it is registered there; the helper takes a
+        // reference only if the namespace's count is not zero yet.
+        let net = unsafe { glue::rsiw_netdev_net_get(self.ptr.as_ptr()) };
+        // INVARIANT: a non-null result carries a reference that is ours.
+        NonNull::new(net)
+            .map(NetNs)
+            .ok_or(kernel::error::code::ENODEV)
+    }
+}
+
+/// A counted reference on a network namespace (`struct net`): the
+/// namespace stays alive, and its sockets can be made, while it is held.
+///
+/// # Invariants
+///
+/// We own one reference (`get_net`) on the namespace.
+pub struct NetNs(NonNull<bindings::net>);
+
+// SAFETY: a namespace reference may be dropped on any thread
+// (`put_net`); the namespace is only passed by pointer to functions that
+// synchronise themselves.
+unsafe impl Send for NetNs {}
+// SAFETY: `&NetNs` gives out nothing but the pointer, to kif only.
+unsafe impl Sync for NetNs {}
+
+impl NetNs {
+    pub(in crate::kif) fn as_ptr(&self) -> *mut bindings::net {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference (type invariant).
+        unsafe { glue::rsiw_net_put(self.0.as_ptr()) };
     }
 }
 

@@ -153,6 +153,47 @@ void rsiw_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 	ib_mark_name_assigned_by_user(ibdev);
 }
 
+/*
+ * A counted reference on the network namespace of @ndev, or NULL when that
+ * namespace is already being dismantled (its count reached zero).
+ */
+struct net *rsiw_netdev_net_get(struct net_device *ndev)
+{
+	return maybe_get_net(dev_net(ndev));
+}
+
+void rsiw_net_put(struct net *net)
+{
+	put_net(net);
+}
+
+/*
+ * A TCP socket in @net that holds its own reference on it, as one made by
+ * sock_create() in the caller's namespace does (kern = 0).
+ */
+int rsiw_sock_create_in(struct net *net, int family, struct socket **res)
+{
+	return __sock_create(net, family, SOCK_STREAM, IPPROTO_TCP, res, 0);
+}
+
+/*
+ * Before registration: with `rdma system set netns exclusive`, the device
+ * belongs to the namespace of its net device (the core made it in
+ * init_net).  rdma_dev_access_netns() of a device still in init_net tells
+ * the mode for any other namespace: true only when devices are shared.
+ * In shared mode the device stays in init_net and is seen everywhere.  The
+ * core keeps no reference on a device's namespace (it moves devices back
+ * to init_net when a namespace goes), so none is taken here.
+ */
+void rsiw_ib_device_set_home_net(struct ib_device *ibdev,
+				 struct net_device *ndev)
+{
+	struct net *net = dev_net(ndev);
+
+	if (!net_eq(net, &init_net) && !rdma_dev_access_netns(ibdev, net))
+		write_pnet(&ibdev->coredev.rdma_net, net);
+}
+
 #ifdef CONFIG_PREEMPT_RT
 /* Without PREEMPT_RT, Rust calls _raw_spin_lock_irqsave() directly. */
 unsigned long rsiw_spin_lock_irqsave(spinlock_t *lock)

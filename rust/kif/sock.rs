@@ -12,7 +12,7 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 
-use super::glue;
+use super::{glue, net::NetNs};
 
 /// TCP states (`TCP_ESTABLISHED`, ...), as far as rsiw cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,7 +225,7 @@ unsafe extern "C" fn release_cb<T: SockEvents>(ctx: *mut kernel::ffi::c_void) {
 ///
 /// # Invariants
 ///
-/// `ptr` is a socket from `sock_create` or `kernel_accept`, owned by this
+/// `ptr` is a socket from `__sock_create` or `kernel_accept`, owned by this
 /// value until it drops (which releases it).
 pub struct Socket {
     ptr: NonNull<bindings::socket>,
@@ -237,22 +237,20 @@ unsafe impl Send for Socket {}
 unsafe impl Sync for Socket {}
 
 impl Socket {
-    /// A new TCP socket in the caller's network namespace.
-    pub fn tcp(v6: bool) -> Result<Self> {
+    /// A new TCP socket in the network namespace `net`, whichever the
+    /// caller's is. Like a socket user space makes, it holds a reference
+    /// on its namespace until it is released.
+    pub fn tcp(net: &NetNs, v6: bool) -> Result<Self> {
         let mut p = core::ptr::null_mut();
         let fam = if v6 {
             bindings::AF_INET6
         } else {
             bindings::AF_INET
         };
-        // SAFETY: plain socket creation into `p`.
+        // SAFETY: `net` is a namespace we hold a reference on for the
+        // call; the socket, made into `p`, takes its own.
         kernel::error::to_result(unsafe {
-            bindings::sock_create(
-                fam as i32,
-                bindings::sock_type_SOCK_STREAM as i32,
-                bindings::IPPROTO_TCP as i32,
-                &mut p,
-            )
+            glue::rsiw_sock_create_in(net.as_ptr(), fam as i32, &mut p)
         })?;
         // INVARIANT: the socket created just above.
         Ok(Self {

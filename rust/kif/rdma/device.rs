@@ -15,7 +15,10 @@ use kernel::{
 };
 
 use super::{adapter::Adapter, registry::Registry, Driver};
-use crate::kif::{glue, net::NetDev};
+use crate::kif::{
+    glue,
+    net::{NetDev, NetDevRef, NetNs},
+};
 
 /// The port a device's net device is bound to.
 pub const NETDEV_PORT: u32 = 1;
@@ -156,6 +159,18 @@ impl<T: Driver> Device<T> {
         unsafe { bindings::ib_dispatch_event(&ev) };
     }
 
+    /// A reference on the network namespace of the device's net device
+    /// (where its connections' sockets belong, whoever asks for them);
+    /// `ENODEV` once the net device or its namespace is going.
+    pub fn netns(&self) -> Result<NetNs> {
+        // SAFETY: the device is set up (type invariant); the net device
+        // returned, if any, carries a reference that is ours.
+        let nd = unsafe {
+            NetDevRef::from_held(bindings::ib_device_get_netdev(self.ib.get(), NETDEV_PORT))
+        };
+        nd.ok_or(ENODEV)?.dev().netns()
+    }
+
     /// The device of driver `T` on `ndev`, if there is one (devices of
     /// other drivers with the same driver id, such as those of another
     /// module, are ignored).
@@ -262,6 +277,8 @@ impl<T: Driver> NewDevice<T> {
             // core reads.
             (*ib).ops.owner = module.as_ptr();
             (*ib).ops.device_group = Adapter::<T>::attr_group();
+            // In exclusive netns mode, the namespace of the net device.
+            glue::rsiw_ib_device_set_home_net(ib, setup.ndev.as_ptr());
             to_result(bindings::ib_device_set_netdev(
                 ib,
                 setup.ndev.as_ptr(),
