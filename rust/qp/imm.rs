@@ -25,7 +25,10 @@
 use kernel::prelude::*;
 
 use crate::kif::siw::{Cqe, Opcode, Rqe, Sqe, Status, WqeFlags, MAX_SGE};
-use crate::wire::{rdmap::Extensions, rfc7306::IMMEDIATE_DATA_LEN};
+use crate::wire::{
+    rdmap::Extensions,
+    rfc7306::{immediate_from_u32, immediate_to_u32, IMMEDIATE_DATA_LEN},
+};
 
 /// The SGE slot whose `lkey` holds the immediate data.
 const IMM_SLOT: usize = MAX_SGE - 1;
@@ -43,13 +46,13 @@ pub(crate) struct ImmData {
 impl ImmData {
     /// The 8 octets of the Immediate Data message.
     pub(crate) fn octets(self) -> [u8; IMMEDIATE_DATA_LEN] {
-        u64::from(self.value).to_be_bytes()
+        immediate_from_u32(self.value)
     }
 }
 
 /// The 32 bits delivered of the 8 octets `data` received.
 pub(crate) fn value_of(data: [u8; IMMEDIATE_DATA_LEN]) -> u32 {
-    u64::from_be_bytes(data) as u32
+    immediate_to_u32(data)
 }
 
 /// The error of posting a Send with Immediate (see the module docs).
