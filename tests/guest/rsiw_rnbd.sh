@@ -72,7 +72,8 @@ fio_verify() {
 	[ -b /dev/rnbd0 ] || { echo "no /dev/rnbd0"; return 1; }
 	timeout $(tmo 300) fio --name=rnbd --filename=/dev/rnbd0 --direct=1 \
 		--ioengine=libaio --rw="$1" --iodepth="$2" --bs=16k --size="$3" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
+		--randrepeat=0 \
 		--output-format=terse --minimal >/tmp/rnbd-fio.out 2>&1 ||
 		{ cat /tmp/rnbd-fio.out; return 1; }
 }
