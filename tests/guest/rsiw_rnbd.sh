@@ -16,7 +16,7 @@
 # server listens on the wildcard address, which rsiw (as siw) serves per
 # device on the device's own net device, so a second device's connection
 # to an address of this namespace, which goes over lo, would not reach
-# it. Across two guests see pair_rnbd.sh (not written yet).
+# it. Across two guests: pair_rnbd.sh.
 #
 # rtrs-server is loaded with always_invalidate=N: with it, the server
 # answers each I/O with a Send with Immediate carrying a new rkey, which
