@@ -28,7 +28,9 @@
 //! Section 4 of the RFC calls the Atomic Response header "32 bytes long as
 //! specified in Figure 5"; Figure 6, the field descriptions and the
 //! segment of Appendix A.2 give 4 + 8 = 12 octets, which is what this
-//! module speaks.
+//! module speaks. (RFC erratum EID 4443, reported against the RFC, could
+//! not be read here to confirm it; three parts of the RFC against one
+//! sentence settle it.)
 
 use crate::wire::error::{DdpError, ProtocolError, RdmapError};
 use crate::wire::{be32, be64, put};
