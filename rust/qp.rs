@@ -89,6 +89,7 @@ pub(crate) use crate::state::qp::QpState;
 pub(crate) mod counter;
 mod create;
 pub(crate) mod details;
+pub(crate) mod imm;
 mod inner;
 mod lockfree;
 mod post;

@@ -154,7 +154,12 @@ impl Phase {
         else {
             return Err(EINVAL);
         };
-        let addrs = (mpa.sock.local_addr()?, mpa.sock.peer_addr()?);
+        // (A dual-stack listener's IPv4 connection as IPv4, see
+        // `SockAddr::unmapped`.)
+        let addrs = (
+            mpa.sock.local_addr()?.unmapped(),
+            mpa.sock.peer_addr()?.unmapped(),
+        );
         // The initiator's ORD is what we must serve (our IRD) and its IRD
         // bounds our ORD. A revision 1 peer says nothing: offer the maxima
         // rather than 0 (upstream siw offers 0, which breaks RDMA Read).
@@ -226,7 +231,7 @@ impl Phase {
         cep.timed_out.store(false, Ordering::Release);
         send_rr(&sock, hdr, ird_ord, &p.pdata)?;
         let est = Established {
-            addrs: (sock.local_addr()?, sock.peer_addr()?),
+            addrs: (sock.local_addr()?.unmapped(), sock.peer_addr()?.unmapped()),
             ird: terms.ird,
             ord: terms.ord,
         };

@@ -227,17 +227,18 @@ pub(crate) fn connect(
     {
         return Err(EINVAL);
     }
-    let raddr = id.remote_addr();
-    let sock = Socket::tcp(net, raddr.is_v6())?;
-    // rdma_cm may hand out a local port still in TIME_WAIT from an
-    // earlier connection (as siw, allow it).
-    sock.set_reuseaddr();
-    if raddr.is_v6() && id.afonly() {
-        sock.set_v6only()?;
-    }
-    sock.bind(&id.local_addr())?;
-    sock.connect(&raddr)?;
-    sock.set_nodelay();
+    let (laddr, raddr) = (id.local_addr(), id.remote_addr());
+    // A consumer may connect several ids from one rdma_cm port to one
+    // peer (RTRS binds every connection of a path to its first one's
+    // source address and port): a TCP connection cannot share its
+    // 4-tuple, so such a connection takes an ephemeral port, as a port
+    // mapper would map it; the events report the port in use.
+    let sock = match tcp_connect(net, &laddr, &raddr, id.afonly()) {
+        Err(e) if e == crate::kif::compat::error::eaddrnotavail() => {
+            tcp_connect(net, &laddr.without_port(), &raddr, id.afonly())?
+        }
+        r => r?,
+    };
     let (offer, hdr, io) = Offer::request(rev, &p, pol);
     let mpa = Exchange::new(sock, FrameKind::Reply);
     let id = HeldId::new(ids, id, Role::Initiator { qpn: qp.id() })?;
@@ -253,4 +254,20 @@ pub(crate) fn connect(
     cep.arm_timeout();
     cep.kick();
     Ok(())
+}
+
+/// A TCP socket bound to `laddr` and connected to `raddr` (IPv6 only with
+/// `afonly`), without Nagle.
+fn tcp_connect(net: &NetNs, laddr: &SockAddr, raddr: &SockAddr, afonly: bool) -> Result<Socket> {
+    let sock = Socket::tcp(net, raddr.is_v6())?;
+    // rdma_cm may hand out a local port still in TIME_WAIT from an
+    // earlier connection (as siw, allow it).
+    sock.set_reuseaddr();
+    if raddr.is_v6() && afonly {
+        sock.set_v6only()?;
+    }
+    sock.bind(laddr)?;
+    sock.connect(raddr)?;
+    sock.set_nodelay();
+    Ok(sock)
 }

@@ -80,6 +80,49 @@ impl SockAddr {
         }
     }
 
+    /// The address as an `AF_INET` one if it is an IPv4-mapped IPv6
+    /// address (`::ffff:a.b.c.d`, what a dual-stack IPv6 socket reports
+    /// of an IPv4 connection), else unchanged. rdma_cm resolves the
+    /// addresses of a connection request to its net device and finds none
+    /// for a mapped one.
+    pub fn unmapped(self) -> Self {
+        if !self.is_v6() {
+            return self;
+        }
+        let p = core::ptr::from_ref(&self.0);
+        // SAFETY: an `AF_INET6` storage holds a `sockaddr_in6`.
+        let a = unsafe { &*p.cast::<bindings::sockaddr_in6>() };
+        // SAFETY: the address union is plain octets.
+        let o = unsafe { a.sin6_addr.in6_u.u6_addr8 };
+        if o[..10].iter().any(|b| *b != 0) || o[10] != 0xff || o[11] != 0xff {
+            return self;
+        }
+        let mut out = Self::zeroed();
+        let q = core::ptr::from_mut(&mut out.0);
+        // SAFETY: the storage has room for a `sockaddr_in`, which any bits
+        // make a valid value of.
+        let v4 = unsafe { &mut *q.cast::<bindings::sockaddr_in>() };
+        v4.sin_family = bindings::AF_INET as _;
+        v4.sin_port = a.sin6_port;
+        v4.sin_addr.s_addr = u32::from_ne_bytes([o[12], o[13], o[14], o[15]]);
+        out
+    }
+
+    /// The address with port 0 (bound so, a socket gets an ephemeral
+    /// port).
+    pub fn without_port(self) -> Self {
+        let mut out = self;
+        let q = core::ptr::from_mut(&mut out.0);
+        if self.is_v6() {
+            // SAFETY: an `AF_INET6` storage holds a `sockaddr_in6`.
+            unsafe { (*q.cast::<bindings::sockaddr_in6>()).sin6_port = 0 };
+        } else {
+            // SAFETY: an `AF_INET` storage holds a `sockaddr_in`.
+            unsafe { (*q.cast::<bindings::sockaddr_in>()).sin_port = 0 };
+        }
+        out
+    }
+
     fn len(&self) -> i32 {
         if self.is_v6() {
             core::mem::size_of::<bindings::sockaddr_in6>() as i32

@@ -7,7 +7,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{tx, Qp};
+use super::{imm, tx, Qp};
 use crate::base::{stats::Counter, RsiwDriver};
 use crate::kif::{
     rdma::wr::{RecvWrs, SendKind, SendWr, SendWrs},
@@ -19,9 +19,14 @@ use crate::state::qp::Post;
 /// The send queue opcode of a work request.
 fn opcode(kind: &SendKind<RsiwDriver>) -> Opcode {
     match kind {
-        SendKind::Send { invalidate: None } => Opcode::Send,
+        SendKind::Send {
+            invalidate: None,
+            imm: None,
+        } => Opcode::Send,
+        SendKind::Send { imm: Some(_), .. } => Opcode::SendWithImm,
         SendKind::Send {
             invalidate: Some(_),
+            ..
         } => Opcode::SendRemoteInv,
         SendKind::Write { .. } => Opcode::Write,
         SendKind::Read {
@@ -61,7 +66,8 @@ fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
         sqe.flags |= WqeFlags::READ_FENCE;
     }
     match wr.kind {
-        SendKind::Send { invalidate } => {
+        SendKind::Send { imm: Some(_), .. } => return Err(imm::send_with_imm()),
+        SendKind::Send { invalidate, .. } => {
             if wr.solicited {
                 sqe.flags |= WqeFlags::SOLICITED;
             }
@@ -69,9 +75,12 @@ fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
                 sqe.rkey = k;
             }
         }
-        SendKind::Write { raddr, rkey } => {
+        SendKind::Write { raddr, rkey, imm } => {
             sqe.raddr = raddr;
             sqe.rkey = rkey;
+            if let Some(imm) = imm {
+                imm::write_with_imm(&mut sqe, imm, wr.solicited)?;
+            }
         }
         SendKind::Read { raddr, rkey, .. } => {
             if wr.num_sge != 1 {

@@ -147,6 +147,7 @@ pub(crate) fn start(qp: &Arc<Qp>) -> Result {
     };
     let cfg = RxConfig {
         max_ulpdu: conn.rx_max_ulpdu,
+        ext: crate::qp::imm::rx_extensions(qp.kernel),
         ..RxConfig::new(mode)
     };
     qp.rx.lock().start(cfg, &conn.await_rtr);

@@ -50,6 +50,7 @@ use crate::wire::{
 };
 
 mod emit;
+mod imm;
 mod job;
 mod read;
 mod sq;
@@ -229,6 +230,10 @@ fn send_rounds(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, mut answe
                 let Some((kind, total)) = tx.end_job() else {
                     continue;
                 };
+                if let Kind::WriteImm(data) = kind {
+                    imm::follow(qp, &mut tx, data);
+                    continue;
+                }
                 if finish_job(qp, kind, total) {
                     // After the TERMINATE: error and close, without the
                     // transmit lock (the CM's endpoint lock is taken
@@ -286,6 +291,10 @@ fn term_pending(qp: &Qp, tx: &TxState) -> bool {
 /// (the sender of many small messages fills TCP segments instead of
 /// sending one per message).
 fn another_queued(qp: &Qp, tx: &TxState, state: QpState) -> bool {
+    if let Some(Kind::WriteImm(_)) = tx.job_kind() {
+        // Its Immediate Data follows.
+        return state == QpState::Rts;
+    }
     state == QpState::Rts
         && tx.job_kind() == Some(Kind::Wr)
         && tx
@@ -356,7 +365,8 @@ fn finish_job(qp: &Arc<Qp>, kind: Kind, total: u32) -> bool {
             complete_active_wr(qp, total, Status::Success);
             false
         }
-        Kind::ReadReq | Kind::Rtr | Kind::ReadResp => false,
+        // A Write with Immediate completes with its Immediate Data.
+        Kind::WriteImm(_) | Kind::ReadReq | Kind::Rtr | Kind::ReadResp => false,
         Kind::Term => true,
     }
 }
@@ -384,7 +394,7 @@ fn memory_gone<'a>(
     );
     let err: ProtocolError = match tx.end_job() {
         Some((Kind::ReadResp, _)) => fault.read_error().into(),
-        Some((Kind::Wr, _)) => {
+        Some((Kind::Wr | Kind::WriteImm(_), _)) => {
             complete_active_wr(qp, 0, Status::from(fault));
             qp.handle.event(QpEvent::Fatal);
             RdmapError::LocalCatastrophic.into()
@@ -405,7 +415,10 @@ fn memory_gone<'a>(
 /// to error and the connection is closed.
 #[cold]
 fn send_failed(qp: &Arc<Qp>, mut tx: Guard<'_, TxState, MutexBackend>, err: Error) {
-    if tx.end_job().is_some_and(|(kind, _)| kind == Kind::Wr) {
+    if tx
+        .end_job()
+        .is_some_and(|(kind, _)| matches!(kind, Kind::Wr | Kind::WriteImm(_)))
+    {
         complete_active_wr(qp, 0, Status::GeneralErr);
     }
     crate::qp_warn!(qp.handle, "QP {}: send failed: {:?}\n", qp.id(), err);

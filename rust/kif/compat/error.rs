@@ -43,3 +43,9 @@ pub fn etimedout() -> Error {
 pub fn eproto() -> Error {
     Error::from_errno(-(bindings::EPROTO as i32))
 }
+
+/// `EADDRNOTAVAIL`: address not available (for a connect: the 4-tuple is
+/// in use).
+pub fn eaddrnotavail() -> Error {
+    Error::from_errno(-(bindings::EADDRNOTAVAIL as i32))
+}

@@ -21,6 +21,9 @@ pub enum WcOpcode {
     RegMr,
     /// A receive.
     Recv,
+    /// A receive consumed by the immediate data of an RDMA Write with
+    /// Immediate.
+    RecvRdmaWithImm,
 }
 
 impl WcOpcode {
@@ -32,6 +35,7 @@ impl WcOpcode {
             Self::LocalInv => bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
             Self::RegMr => bindings::ib_wc_opcode_IB_WC_REG_MR,
             Self::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
+            Self::RecvRdmaWithImm => bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
         }
     }
 }
@@ -93,6 +97,8 @@ pub struct WorkCompletion {
     pub qp: u64,
     /// The STag the peer invalidated (a Send with Invalidate received).
     pub invalidated: Option<u32>,
+    /// The immediate data received, in host order.
+    pub imm: Option<u32>,
 }
 
 impl WorkCompletion {
@@ -108,6 +114,10 @@ impl WorkCompletion {
         if let Some(rkey) = self.invalidated {
             wc.ex.invalidate_rkey = rkey;
             wc.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32;
+        }
+        if let Some(imm) = self.imm {
+            wc.ex.imm_data = imm.to_be();
+            wc.wc_flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM as i32;
         }
     }
 }

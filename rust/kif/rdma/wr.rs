@@ -30,6 +30,8 @@ pub enum SendKind<T: Driver> {
     Send {
         /// STag the peer invalidates (Send with Invalidate).
         invalidate: Option<u32>,
+        /// Immediate data (`IB_WR_SEND_WITH_IMM`), in host order.
+        imm: Option<u32>,
     },
     /// RDMA Write.
     Write {
@@ -37,6 +39,8 @@ pub enum SendKind<T: Driver> {
         raddr: u64,
         /// Remote STag.
         rkey: u32,
+        /// Immediate data (`IB_WR_RDMA_WRITE_WITH_IMM`), in host order.
+        imm: Option<u32>,
     },
     /// RDMA Read.
     Read {
@@ -244,14 +248,36 @@ impl<T: Driver> SendWrs<'_, T> {
         };
         // SAFETY: `invalidate_rkey` shares its storage with `imm_data`.
         let inv = unsafe { w.ex.invalidate_rkey };
+        // The same octets as the big endian `imm_data`.
+        let imm = u32::from_be(inv);
         Ok(match w.opcode {
-            bindings::ib_wr_opcode_IB_WR_SEND => SendKind::Send { invalidate: None },
+            bindings::ib_wr_opcode_IB_WR_SEND => SendKind::Send {
+                invalidate: None,
+                imm: None,
+            },
             bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendKind::Send {
                 invalidate: Some(inv),
+                imm: None,
+            },
+            bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => SendKind::Send {
+                invalidate: None,
+                imm: Some(imm),
             },
             bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => {
                 let (raddr, rkey) = rdma();
-                SendKind::Write { raddr, rkey }
+                SendKind::Write {
+                    raddr,
+                    rkey,
+                    imm: None,
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => {
+                let (raddr, rkey) = rdma();
+                SendKind::Write {
+                    raddr,
+                    rkey,
+                    imm: Some(imm),
+                }
             }
             bindings::ib_wr_opcode_IB_WR_RDMA_READ
             | bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {

@@ -180,6 +180,12 @@ impl WqeFlags {
     pub const READ_FENCE: Self = Self(bindings::siw_wqe_flags_SIW_WQE_READ_FENCE as u16);
     /// A completion that invalidated an STag (`SIW_WQE_REM_INVAL`).
     pub const REM_INVAL: Self = Self(bindings::siw_wqe_flags_SIW_WQE_REM_INVAL as u16);
+    /// Not a siw ABI flag (the first bit siw leaves unused, within the
+    /// CQE's octet): the element carries immediate data (RFC 7306), on
+    /// the send queue a Write with Immediate, on the CQ a receive that
+    /// Immediate Data consumed. Kernel QPs only: the driver sets it, and
+    /// honours it only for kernel consumers.
+    pub const IMM: Self = Self(0x80);
 
     /// No flags.
     pub const fn empty() -> Self {
@@ -328,7 +334,9 @@ impl Cqe {
     /// The work completion a kernel consumer gets for this CQE (of a
     /// kernel CQ, whose `qp` is the QP's token).
     pub fn work_completion(&self) -> WorkCompletion {
+        let imm = self.flags.contains(WqeFlags::IMM);
         let opcode = match self.opcode.get() {
+            Ok(Opcode::Receive) if imm => WcOpcode::RecvRdmaWithImm,
             Ok(Opcode::Write) => WcOpcode::RdmaWrite,
             Ok(Opcode::Send | Opcode::SendWithImm | Opcode::SendRemoteInv) => WcOpcode::Send,
             Ok(Opcode::Read | Opcode::ReadLocalInv) => WcOpcode::RdmaRead,
@@ -344,6 +352,7 @@ impl Cqe {
             qp: self.qp,
             invalidated: (self.flags.contains(WqeFlags::REM_INVAL))
                 .then_some(self.imm_or_inval as u32),
+            imm: imm.then_some(self.imm_or_inval as u32),
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::wire::{
 };
 
 mod complete;
+mod imm;
 
 /// What the payload of the current segment goes to.
 enum Seg {
@@ -40,6 +41,8 @@ enum Seg {
     ReadReq { request: ReadRequest, msn: u32 },
     /// A TERMINATE from the peer.
     Term,
+    /// Immediate Data (with SE): consumes a receive when it ends.
+    Imm { value: u32, solicited: bool },
 }
 
 /// Per-connection receive state besides the deframers: what the sink
@@ -291,12 +294,13 @@ impl RxSink for Sink<'_> {
                 report_terminate(self.qp, hdr);
                 Ok(())
             }
-            // RFC 7306: parsed only with `RxConfig::ext`, which this
-            // driver leaves off; answered as any unknown opcode.
-            Opcode::ImmediateData
-            | Opcode::ImmediateDataSe
-            | Opcode::AtomicRequest
-            | Opcode::AtomicResponse => Err(RdmapError::UnexpectedOpcode.into()),
+            // RFC 7306, parsed for kernel QPs only (`rx::start`); the
+            // Atomic messages are not implemented: answered as any
+            // unknown opcode.
+            Opcode::ImmediateData | Opcode::ImmediateDataSe => self.immediate_header(hdr, plen),
+            Opcode::AtomicRequest | Opcode::AtomicResponse => {
+                Err(RdmapError::UnexpectedOpcode.into())
+            }
         }
     }
 
@@ -325,7 +329,7 @@ impl RxSink for Sink<'_> {
                 None if data.is_empty() => Ok(()),
                 None => Err(DdpError::TaggedBaseBounds.into()),
             },
-            Seg::ReadReq { .. } | Seg::Term | Seg::None => Ok(()),
+            Seg::ReadReq { .. } | Seg::Term | Seg::Imm { .. } | Seg::None => Ok(()),
         }
     }
 

@@ -8,6 +8,7 @@ use kernel::prelude::*;
 
 use crate::kif::siw::{self, Sge, Sqe, WqeFlags, MAX_INLINE, MAX_SGE};
 use crate::mem::access::{Inside, MemFault, MemRef};
+use crate::qp::imm::ImmData;
 use crate::qp::reads::TermMsg;
 use crate::wire::{
     rdmap::{Opcode, SegmentHeader},
@@ -76,6 +77,9 @@ pub(super) enum Kind {
     /// Send or Write (the active work request, see
     /// [`OutboundReads`](crate::qp::reads::OutboundReads)).
     Wr,
+    /// The Write of a Write with Immediate (the active work request):
+    /// the Immediate Data follows, see [`super::imm`].
+    WriteImm(ImmData),
     /// RDMA Read Request (already in the outbound Read queue).
     ReadReq,
     /// RDMA Read Response.

@@ -104,7 +104,12 @@ fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
         return Next::Again;
     }
     tx.set_sq_next(idx.wrapping_add(1));
-    tx.set_job(Job::message(Kind::Wr, sqe, hdr, total, src));
+    let job = if sqe.opcode == siw::Opcode::Write {
+        super::imm::write_job(qp, tx, sqe, hdr, total, src)
+    } else {
+        Job::message(Kind::Wr, sqe, hdr, total, src)
+    };
+    tx.set_job(job);
     Next::Ready
 }
 

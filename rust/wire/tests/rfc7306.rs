@@ -372,6 +372,23 @@ fn msn_queues_with_and_without_rfc7306() {
     assert_eq!(p, plain, "no QN 3 without the extension");
 }
 
+#[test]
+fn immediate_data_of_a_verbs_value() {
+    // rsiw's mapping of the verbs' 32-bit imm_data: a big endian 64-bit
+    // number, four zero octets first.
+    assert_eq!(
+        immediate_from_u32(0x1234_5678),
+        [0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78]
+    );
+    assert_eq!(
+        immediate_to_u32([0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78]),
+        0x1234_5678
+    );
+    // A peer's upper octets are dropped.
+    assert_eq!(immediate_to_u32([0xff; 8]), u32::MAX);
+    assert_eq!(immediate_to_u32([1, 2, 3, 4, 0, 0, 0, 9]), 9);
+}
+
 /// The masked FetchAdd of RFC 7306 section 5.1.1, bit by bit as the RFC's
 /// pseudocode has it.
 fn fetch_add_pseudocode(orig: u64, add: u64, mask: u64) -> u64 {
@@ -452,6 +469,14 @@ fn arb_header() -> impl Strategy<Value = SegmentHeader> {
 }
 
 proptest! {
+    #[test]
+    fn immediate_u32_round_trip(v in any::<u32>(), hi in any::<u32>()) {
+        prop_assert_eq!(immediate_to_u32(immediate_from_u32(v)), v);
+        let mut d = immediate_from_u32(v);
+        d[..4].copy_from_slice(&hi.to_be_bytes());
+        prop_assert_eq!(immediate_to_u32(d), v);
+    }
+
     #[test]
     fn fetch_add_is_the_rfc_pseudocode(o in any::<u64>(), a in any::<u64>(), m in any::<u64>()) {
         prop_assert_eq!(masked_add(o, a, m), fetch_add_pseudocode(o, a, m));

@@ -20,6 +20,7 @@
 //! (`/dev/kmsg`, level 7), so that the test script can tell which
 //! scenario a kernel report came during.
 
+mod ext7306;
 mod frames;
 mod listen;
 mod mutate;

@@ -24,6 +24,10 @@ use rsiw_wire::mpa::MpaMode;
 use rsiw_wire::rdmap::{Opcode, ReadRequest};
 use rsiw_wire::term::{parse_term_copy, TermHdr};
 
+use crate::ext7306::{
+    atomic_kernel_misaligned, atomic_kernel_response_unasked, imm_kernel_mo, imm_kernel_no_receive,
+    imm_kernel_too_long, imm_kernel_wrong_qn, imm_user_qp,
+};
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
 use crate::stall::{
@@ -302,6 +306,34 @@ pub const ALL: &[Scenario] = &[
         "[kernel FRMR] read_stalled_dereg against tests/kmod/rsiw_frmr_test.ko: a Read of its 512 KiB fast registration MR left unread; the module deregisters the MR (ib_dereg_mr) and overwrites the pages: expect only octets from before, then TERMINATE RDMAP invalid STag or a close"
     ),
     sc!(
+        imm_user_qp,
+        "RFC 7306 Immediate Data to a user-space QP (RFC 5040 only, libsiw): expect TERMINATE RDMAP unexpected OpCode"
+    ),
+    sc!(
+        imm_kernel_no_receive,
+        "[kernel 7306] well formed Immediate Data to tests/kmod/rsiw_frmr_test.ko's kernel QP, which posts no receive: decoded, expect TERMINATE DDP no buffer (MSN)"
+    ),
+    sc!(
+        imm_kernel_too_long,
+        "[kernel 7306] Immediate Data with 4 octets of payload (the message is exactly 8): expect TERMINATE DDP message too long"
+    ),
+    sc!(
+        imm_kernel_wrong_qn,
+        "[kernel 7306] Immediate Data on queue 1 instead of 0: expect TERMINATE DDP invalid QN"
+    ),
+    sc!(
+        imm_kernel_mo,
+        "[kernel 7306] Immediate Data with MO 8: expect TERMINATE DDP invalid MO"
+    ),
+    sc!(
+        atomic_kernel_misaligned,
+        "[kernel 7306] an Atomic Request (FetchAdd) at a misaligned address of the module's MR; rsiw implements no atomics: expect TERMINATE RDMAP unexpected OpCode"
+    ),
+    sc!(
+        atomic_kernel_response_unasked,
+        "[kernel 7306] an Atomic Response to no request: expect TERMINATE RDMAP unexpected OpCode"
+    ),
+    sc!(
         mpa_p2p_zero_send_after_rtr,
         "[STag table] peer-to-peer with the Write RTR, then a zero length Send in the same segment: only the first FPDU is the RTR, so the Send takes a receive (a Send after the table draws TERMINATE DDP no buffer)"
     ),
@@ -379,12 +411,12 @@ fn rping_send(p: &mut Peer) -> Vec<u8> {
 
 /// The offending segment as we sent it: its DDP/RDMAP header (or the
 /// headers it may be one of) and its DDP Segment Length (= ULPDU_Length).
-type Sent<'a> = Option<(&'a [&'a [u8]], u16)>;
+pub(crate) type Sent<'a> = Option<(&'a [&'a [u8]], u16)>;
 
 /// Waits for the first TERMINATE and checks it (RFC 5040 section 4.8): the
 /// code, the HdrCt bits of the wire core's mapping, the DDP Segment Length
 /// and the copied headers, exactly one TERMINATE, then the close.
-fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outcome {
+pub(crate) fn expect_term(ctx: &Ctx, p: &mut Peer, want: TermCode, sent: Sent<'_>) -> Outcome {
     p.observe(ctx.t, |p| p.first_term().is_some());
     let Some(s) = p.first_term().cloned() else {
         return Err(format!("no TERMINATE: {}", p.summary()));
@@ -489,7 +521,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Sends one FPDU right after MPA and expects a TERMINATE.
-fn one_fpdu_term(ctx: &Ctx, hdr: Vec<u8>, payload: &[u8], want: TermCode) -> Outcome {
+pub(crate) fn one_fpdu_term(ctx: &Ctx, hdr: Vec<u8>, payload: &[u8], want: TermCode) -> Outcome {
     let mut p = good(ctx)?;
     p.send_fpdu(&hdr, payload)?;
     let len = (hdr.len() + payload.len()) as u16;

@@ -60,6 +60,7 @@ impl Sink<'_> {
                 self.act.terminated = true;
                 Ok(())
             }
+            Seg::Imm { value, solicited } => self.finish_immediate(value, solicited),
             Seg::Write { .. } | Seg::None => Ok(()),
         }
     }
