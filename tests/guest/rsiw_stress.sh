@@ -581,7 +581,7 @@ stest "kill -9 of both rsiw_stress ends mid-transfer: all released" kill_both
 stest "kill -9 of both ib_write_bw ends mid-transfer: all released" kill_perftest
 stest "kill -9 of rping -V client, then server: all released" kill_rping
 stest "listener killed with connections in its accept queue" listen_close
-stest "rmmod under traffic: EBUSY, traffic unharmed; rmmod after it" rmmod_busy
+stest "rmmod under traffic: done, the applications see their devices go (or EBUSY, traffic unharmed); rmmod after it" rmmod_busy
 stest "rdma link delete under traffic (server side, then client side)" link_delete
 stest "net device down under traffic: applications exit; up: new verified run" netdev_down_up
 # (the soak's own limit: its duration plus the usual margin)
