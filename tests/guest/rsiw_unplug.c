@@ -12,6 +12,7 @@
  * its async event file and its rdma_cm channel:
  *
  * - IBV_EVENT_DEVICE_FATAL: its device went. It then checks that its
+ *   registered memory is no longer pinned (VmPin back to 0), that its
  *   verbs calls that go to the kernel fail with an errno and do not
  *   crash (post_send's doorbell, get_cq_event on the completion channel,
  *   query_qp, modify_qp, create_cq, create_qp, alloc_pd, reg_mr,
@@ -250,8 +251,24 @@ static long touch_rings(int write)
 	return pages;
 }
 
+/* The process's pinned memory (VmPin, kB), -1 if unknown. */
+static long vmpin(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 /* What its calls do once the device is gone. */
-static void after_fatal(struct conn *c)
+static void after_fatal(struct conn *c, long pinned)
 {
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 	struct ibv_qp_init_attr a = {
@@ -269,6 +286,19 @@ static void after_fatal(struct conn *c)
 	int r, n;
 	long pages;
 
+	/* The registered buffer's pages are unpinned (at once or after an
+	 * RCU grace period). */
+	{
+		double end = now() + 5;
+		long kb;
+
+		while ((kb = vmpin()) > 0 && now() < end)
+			usleep(50000);
+		snprintf(msg, sizeof(msg),
+			 "its registered memory is unpinned: VmPin %ld kB before, %ld kB now",
+			 pinned, kb);
+		result(pinned > 0 && kb == 0, msg);
+	}
 	errno = 0;
 	r = post_send(c);
 	snprintf(msg, sizeof(msg), "post_send fails: returns %d, errno %s", r,
@@ -439,6 +469,7 @@ int main(int argc, char **argv)
 	struct conn c = { 0 };
 	char msg[160];
 	double t0, end;
+	long pinned;
 
 	while ((o = getopt(argc, argv, "s:c:p:t:n")) != -1) {
 		switch (o) {
@@ -473,6 +504,7 @@ int main(int argc, char **argv)
 	if (ibv_req_notify_cq(c.cq, 0) ||
 	    fcntl(c.cc->fd, F_SETFL, fcntl(c.cc->fd, F_GETFL) | O_NONBLOCK))
 		die("req_notify_cq/O_NONBLOCK");
+	pinned = vmpin();
 	printf("ready\n");
 	fflush(stdout);
 
@@ -529,7 +561,7 @@ int main(int argc, char **argv)
 			 secs);
 		result(fatal, msg);
 		if (fatal)
-			after_fatal(&c);
+			after_fatal(&c, pinned);
 	}
 	teardown(&c);
 	return failures ? 1 : 0;
