@@ -91,15 +91,20 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Waits (10 s at most) for the next rdma_cm event, which must be want. */
+/* How long (s) the setup waits for an event or a completion: generous,
+ * as a debug kernel under TCG on a loaded machine is slow. */
+#define SETUP_WAIT 120
+
+/* Waits (SETUP_WAIT s at most) for the next rdma_cm event, which must be
+ * want. */
 static struct rdma_cm_id *cm_wait(struct conn *c, enum rdma_cm_event_type want)
 {
 	struct rdma_cm_event *e;
 	struct rdma_cm_id *id;
 	struct pollfd p = { .fd = c->ch->fd, .events = POLLIN };
 
-	if (poll(&p, 1, 10000) != 1)
-		die("no rdma_cm event within 10 s");
+	if (poll(&p, 1, SETUP_WAIT * 1000) != 1)
+		die("no rdma_cm event within SETUP_WAIT s");
 	if (rdma_get_cm_event(c->ch, &e))
 		die("rdma_get_cm_event");
 	if (e->event != want) {
@@ -164,10 +169,10 @@ static int post_send(struct conn *c)
 	return ibv_post_send(c->qp, &w, &bad);
 }
 
-/* Polls (10 s at most) for one completion of opcode op. */
+/* Polls (SETUP_WAIT s at most) for one completion of opcode op. */
 static void wait_wc(struct conn *c, enum ibv_wc_opcode op)
 {
-	double end = now() + 10;
+	double end = now() + SETUP_WAIT;
 	struct ibv_wc wc;
 	int n;
 
@@ -187,7 +192,7 @@ static void wait_wc(struct conn *c, enum ibv_wc_opcode op)
 		return;
 	}
 	errno = ETIMEDOUT;
-	die("no completion within 10 s");
+	die("no completion within SETUP_WAIT s");
 }
 
 /* The kernel's poll_cq command on the uverbs file (libsiw polls in user
@@ -436,10 +441,11 @@ static void setup(struct conn *c, const char *addr, const char *port,
 			die("rdma_accept");
 	} else {
 		if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP) ||
-		    rdma_resolve_addr(c->id, NULL, res->ai_dst_addr, 5000))
+		    rdma_resolve_addr(c->id, NULL, res->ai_dst_addr,
+				      SETUP_WAIT * 1000))
 			die("resolve_addr");
 		cm_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED);
-		if (rdma_resolve_route(c->id, 5000))
+		if (rdma_resolve_route(c->id, SETUP_WAIT * 1000))
 			die("resolve_route");
 		cm_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
 		resources(c);

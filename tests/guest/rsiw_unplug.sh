@@ -103,7 +103,7 @@ app_start() {
 		CLI=$!
 		;;
 	esac
-	t=$((SECONDS + $(tmo 20)))
+	t=$((SECONDS + $(tmo 40)))
 	while [ $SECONDS -le $t ]; do
 		if [ "$1" = prog ]; then
 			grep -q '^ready' "$WORK/c.log" && grep -q '^ready' "$WORK/s.log" && return 0
@@ -173,18 +173,18 @@ unplug() {
 	say "$what with $app attached returned after $dt ms"
 	# The application on a device that went ends by itself; with `-n`
 	# rsiw_unplug ends with its connection, other servers may wait on.
-	if ended $(tmo 20) $CLI; then
+	if ended $(tmo 30) $CLI; then
 		wait $CLI
 		cst=$?
 	else
-		echo "the client ($app) did not end within $(tmo 20) s"
+		echo "the client ($app) did not end within $(tmo 30) s"
 		stacks $CLI | head -n 30
 		rc=1
 		kill_tree $CLI KILL
 		wait $CLI
 		cst=killed
 	fi
-	t=$([ -n "$both" ] || [ "$app" = prog ] && tmo 20 || echo 3)
+	t=$([ -n "$both" ] || [ "$app" = prog ] && tmo 30 || echo 3)
 	if ended "$t" $SRV; then
 		wait $SRV
 		sst=$?
