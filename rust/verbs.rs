@@ -114,6 +114,18 @@ impl Driver for RsiwDriver {
         drop(uctx);
     }
 
+    fn disassociate_ucontext(_dev: &Device<Self>, _uctx: &Ucontext) {
+        // The device goes while the context's process runs. The core has
+        // already destroyed the context's objects with the destroy verbs
+        // that closing it uses: each QP went to error, flushed, dropped
+        // its connection and socket (its work items hold what they use
+        // until they end, and the workqueue is drained before the module
+        // goes), each MR closed its gate and unpins its pages with its
+        // last reference, each ring's memory went with its last mmap
+        // entry while the process's mappings keep their pages
+        // (`kif::rdma::mmap`). Nothing of the context is left to cut.
+    }
+
     fn alloc_pd(dev: &Device<Self>) -> Result<Pd> {
         Ok(Pd {
             _quota: Quota::take(&dev.quotas, Kind::Pd)?,

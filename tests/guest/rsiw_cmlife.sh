@@ -157,8 +157,9 @@ storm() {
 
 # CMLIFE_ROUNDS listeners destroyed (SIGUSR1, then the server killed) amid
 # connection storms; then one more storm while `rdma link delete rsiw1`
-# takes the server's device (pending until the server ends: rsiw, as siw,
-# has no disassociate_ucontext, and librdmacm has the device open).
+# takes the server's device (the delete does not wait for the server,
+# which has the device open through librdmacm: rsiw disassociates it, see
+# rsiw_unplug.sh; the server is stopped).
 # Nothing may be left.
 storms() {
 	local r del

@@ -136,6 +136,24 @@ pub trait Driver: Sized + 'static {
     fn dealloc_ucontext(_dev: &Device<Self>, _uctx: Self::Ucontext) {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
+    /// The device goes while a process still has the user context open
+    /// (`rdma link delete`, net device removal, module unload): the RDMA
+    /// core has destroyed every object of the context through the
+    /// driver's destroy verbs (as when the process closes it, but with the
+    /// process alive and still mapping the context's queues, whose
+    /// mappings keep their pages, see [`UserCtx::map`](super::mmap::UserCtx::map)),
+    /// and calls [`Driver::dealloc_ucontext`] right after this.
+    ///
+    /// Implementing it (together with [`Driver::alloc_ucontext`]) makes
+    /// the devices *disassociable*: unregistering one no longer waits until
+    /// every process has closed it, the processes get
+    /// `IBV_EVENT_DEVICE_FATAL` and `EIO` from then on, and the RDMA core
+    /// no longer holds the driver's module while a process has one of its
+    /// devices open (module unload unregisters them). A driver whose
+    /// objects all end in their destroy verbs has nothing more to do here.
+    fn disassociate_ucontext(_dev: &Device<Self>, _uctx: &Self::Ucontext) {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
     /// A new protection domain.
     fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;
     /// Releases a protection domain.

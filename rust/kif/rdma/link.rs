@@ -117,7 +117,8 @@ impl LinkRegistration {
     /// Registers the RDMA link type [`LinkDriver::KIND`] and the net device
     /// notifier, both served by `T`, for `module`, which owns the devices
     /// that `T` then registers (their operations table names it: the RDMA
-    /// core holds the module while a user has one of them open). `EBUSY`
+    /// core holds the module while a user has one of them open, unless the
+    /// driver has [`Driver::disassociate_ucontext`]). `EBUSY`
     /// if `module` has a live `LinkRegistration` already.
     pub fn register<T: LinkDriver>(module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
         let kind = T::KIND;

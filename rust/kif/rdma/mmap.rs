@@ -4,6 +4,18 @@
 //! ([`QueueMem`]) that a user context maps through an RDMA core mmap entry
 //! ([`UserCtx::map`], [`UserMapping`]), and the `mmap`/`mmap_free`
 //! operations that serve those entries.
+//!
+//! A mapping is made with `remap_vmalloc_range`: each page table entry
+//! holds a reference on its page, so the pages outlive the [`QueueMem`]
+//! (`vfree` drops the allocation's own references) until the process
+//! unmaps them. That is what keeps a process safe when its device goes
+//! while it runs ([`Driver::disassociate_ucontext`](super::Driver::disassociate_ucontext)):
+//! the RDMA core then destroys the queues and puts the mmap entries
+//! (`mmap_free` frees them and, with the last, the `QueueMem`), and its
+//! `zap_vma_ptes` leaves these mappings alone (it zaps `VM_PFNMAP` ones
+//! only, and these are `VM_MIXEDMAP`): the process keeps its queues'
+//! pages, as they were when the device went, readable and writable and
+//! seen by nothing else, and they are freed when it unmaps them or exits.
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*, sync::Arc};
@@ -66,7 +78,8 @@ impl QueueMem {
 impl Drop for QueueMem {
     fn drop(&mut self) {
         // SAFETY: allocated by `vmalloc_user`/`vzalloc`; user mappings hold
-        // their own page references.
+        // their own page references (also those the RDMA core left in
+        // place when the device went: see the module).
         unsafe { bindings::vfree(self.ptr.as_ptr().cast()) };
     }
 }
@@ -123,7 +136,8 @@ impl UserCtx<'_> {
     }
 
     /// Makes `mem` mappable by this context; returns the mapping and the
-    /// mmap offset ("key") to hand to user space.
+    /// mmap offset ("key") to hand to user space. A process's mapping of
+    /// it holds the pages, also after the device is gone (see the module).
     pub fn map(&self, mem: &Arc<QueueMem>) -> Result<(UserMapping, u64)> {
         let e = KBox::new(
             MmapEntry {

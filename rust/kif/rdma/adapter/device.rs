@@ -211,6 +211,23 @@ impl<T: Driver> Adapter<T> {
         }
     }
 
+    /// `disassociate_ucontext`: the device goes while the context's
+    /// process lives; `dealloc_ucontext` follows.
+    ///
+    /// # Safety
+    ///
+    /// See the module; called once for a context `alloc_ucontext` set up,
+    /// before its `dealloc_ucontext`.
+    pub(super) unsafe extern "C" fn disassociate_ucontext(uctx: *mut bindings::ib_ucontext) {
+        // SAFETY: the slot was written by `alloc_ucontext` and is read out
+        // only by `dealloc_ucontext`, which comes after this call: a shared
+        // reference for the call is valid.
+        unsafe {
+            let drv = &*slot_ptr::<_, T::Ucontext>(uctx);
+            T::disassociate_ucontext(Device::from_raw((*uctx).device), drv);
+        }
+    }
+
     /// `alloc_pd`.
     ///
     /// # Safety

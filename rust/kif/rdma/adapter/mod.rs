@@ -51,6 +51,7 @@ impl<T: Driver> Adapter<T> {
     /// is built, at compile time).
     const fn check_groups() {
         assert!(T::HAS_ALLOC_UCONTEXT == T::HAS_DEALLOC_UCONTEXT);
+        assert!(!T::HAS_DISASSOCIATE_UCONTEXT || T::HAS_ALLOC_UCONTEXT);
         assert!(
             T::HAS_CREATE_SRQ == T::HAS_DESTROY_SRQ
                 && T::HAS_CREATE_SRQ == T::HAS_QUERY_SRQ
@@ -114,6 +115,7 @@ impl<T: Driver> Adapter<T> {
             query_gid: op!(T::HAS_QUERY_GID, Self::query_gid),
             alloc_ucontext: op!(user, Self::alloc_ucontext),
             dealloc_ucontext: op!(user, Self::dealloc_ucontext),
+            disassociate_ucontext: op!(T::HAS_DISASSOCIATE_UCONTEXT, Self::disassociate_ucontext),
             mmap: op!(user, mmap::mmap),
             mmap_free: op!(user, mmap::mmap_free),
             alloc_pd: Some(Self::alloc_pd),
