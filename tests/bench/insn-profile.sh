@@ -12,6 +12,13 @@
 #
 # Knobs: PROF_ITERS=20000 PROF_TESTS="ib_write_lat ib_send_lat"
 #        PROF_SIZE=64 PROF_MTU=1500
+#        PROF_DRIVERS="rsiw siw": the drivers measured, in this order;
+#        "rsiw-crc" is rsiw with MPA CRC32C on its connections
+#        (mpa_crc_required=1; siw's CRC switches are compile-time
+#        constants, off)
+#        PROF_CRC=1: shorthand for PROF_DRIVERS="rsiw rsiw-crc", the
+#        cost of the CRC (insn-profile.py then gives it per octet and
+#        direction)
 #        PROF_NO_PHASES=1 (host side, Makefile: no split into the phases
 #        of a one-way message; the plugin then counts with inline adds,
 #        several times faster)
@@ -25,6 +32,11 @@ ITERS=${PROF_ITERS:-20000}
 TESTS=${PROF_TESTS:-"ib_write_lat ib_send_lat"}
 SIZE=${PROF_SIZE:-64}
 MTU=${PROF_MTU:-1500}
+if [ "${PROF_CRC:-0}" != 0 ]; then
+	DRIVERS=${PROF_DRIVERS:-"rsiw rsiw-crc"}
+else
+	DRIVERS=${PROF_DRIVERS:-"rsiw siw"}
+fi
 
 topo_up "$MTU" >/dev/null 2>&1 && neigh_pin || exit 1
 insmod "$RSIW_KO" || exit 1
@@ -40,8 +52,14 @@ marker() {
 marker
 port=23000
 for t in $TESTS; do
-	for d in rsiw siw; do
-		use_pair "$d"
+	for drv in $DRIVERS; do
+		d=${drv%-crc}
+		use_pair "$d" || exit 1
+		if [ "$d" = rsiw ]; then
+			# read by each connection as it is set up
+			echo "$([ "$drv" = rsiw-crc ] && echo 1 || echo 0)" \
+				>/sys/module/rsiw/parameters/mpa_crc_required || exit 1
+		fi
 		port=$((port + 1))
 		in_b timeout 300 "$t" -R -F -p $port -d "${d}b" -s "$SIZE" -n "$ITERS" >/dev/null 2>&1 &
 		sleep 1.5
@@ -50,7 +68,7 @@ for t in $TESTS; do
 			awk -v s="$SIZE" '$1 == s {print $5}')
 		wait
 		marker
-		echo "$((ndump - 1)) $d $t $SIZE $ITERS ${typ:-fail}" >>"$OUT/phases"
-		echo "# $d $t $SIZE B x $ITERS: typical ${typ:-fail} us (under the plugin)"
+		echo "$((ndump - 1)) $drv $t $SIZE $ITERS ${typ:-fail}" >>"$OUT/phases"
+		echo "# $drv $t $SIZE B x $ITERS: typical ${typ:-fail} us (under the plugin)"
 	done
 done
