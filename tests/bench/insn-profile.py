@@ -127,7 +127,8 @@ def crc_cost(test, size, off, on, top):
     for s, d in delta.items():
         by_side[side(s)] += d
     print("\nthe difference by side (the kernel's CRC32C split evenly: both sides"
-          " compute it over the same octets):\n")
+          " compute it over the same octets, but not in as many calls, so the"
+          " split is approximate; docs/performance.md has a measured one):\n")
     print("| side | on - off per round trip | per octet |")
     print("| --- | --- | --- |")
     half = by_side["crc"] / 2
