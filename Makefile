@@ -125,7 +125,8 @@ insn-profile: module
 	RSIW_APPEND=nokaslr RSIW_QEMU_ARGS="-plugin $$out/tbprof.so,mark=$$mark,out=$$out/dump$$phases" \
 		$(ROOT)/qemu-images/run -t 3600 "$$vars PROF_OUT=$$out $(ROOT)/tests/bench/insn-profile.sh" && \
 	python3 $(ROOT)/tests/bench/insn-profile.py "$$out" | tee "$$out/profile.md"; \
-	rm -f "$$out/tbprof.so"; [ -n "$${PROF_KEEP:-}" ] || rm -f "$$out"/dump.* "$$out/kallsyms"
+	rm -f "$$out/tbprof.so"; \
+	if [ -n "$${PROF_KEEP:-}" ]; then cp $(ROOT)/rsiw.ko "$$out/"; else rm -f "$$out"/dump.* "$$out/kallsyms"; fi
 
 # The same counts for bandwidth runs across two guests, each guest under
 # the plugin (tests/bench/insn-profile-pair.sh): the sender's and the

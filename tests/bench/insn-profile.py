@@ -6,6 +6,8 @@ Reads DIR/phases, DIR/kallsyms and DIR/dump.N (tests/bench/insn-profile.sh)
 and prints, per test, the kernel instructions, memory accesses and atomic
 instructions per iteration (one ping-pong round trip: both sides' send and
 receive) for each driver, then the functions that make the difference.
+With "rsiw" and "rsiw-crc" runs (PROF_CRC=1), also the cost of MPA CRC32C
+per payload octet, by direction.
 """
 import bisect
 import collections
@@ -75,6 +77,80 @@ for line in open(f"{d}/phases"):
     n, drv, test, size, iters, typ = line.split()
     runs[(test, size)][drv] = (load(int(n)), int(iters), typ)
 
+# Where a function's instructions go when CRC is on: the transmit side
+# (framing and the CRC of what is sent), the receive side (the verify-first
+# pass over the socket's queue, the deframers, placement), the kernel's
+# CRC32C itself (both sides, the same octets: split evenly), the rest
+# (TCP, scheduling).
+# (the kernel's CRC32C: 6.12's crc32c() goes through the crypto API to
+# crc32c-intel, which saves the FPU state for its PCLMULQDQ version)
+CRC_FUNCS = ("crc32c", "crc_pcl", "crc32c_pcl_intel", "crc32c_intel", "crypto_shash_update",
+             "chksum_update", "crc32c_le", "__crc32c", "shash_", "crc32c_combine",
+             "kernel_fpu_begin", "kernel_fpu_end", "irq_fpu_usable", "save_fpregs_to_fpstate",
+             "restore_fpregs_from_fpstate", "fpregs_restore_userregs", "switch_fpu_return")
+TX_KEYS = ("2qp2tx", "emit", "rsiw_sock_send")
+RX_KEYS = ("2qp2rx", "wire2rx", "rsiw_sk_peek", "rsiw_rx_", "rsiw_sock_rx", "rsiw_sk_read",
+           "MemRef5write", "mem6access")
+
+
+def side(s):
+    name = s.split("[")[0]
+    if any(name.startswith(k) or k in name for k in CRC_FUNCS) and not s.endswith("[rsiw]"):
+        return "crc"
+    if s.endswith("[rsiw]"):
+        if any(k in s for k in TX_KEYS):
+            return "tx"
+        if any(k in s for k in RX_KEYS):
+            return "rx"
+        return "module, other"
+    return "kernel, other"
+
+
+def crc_cost(test, size, off, on, top):
+    """The instructions CRC adds per payload octet and direction."""
+    (pa, ia, _), (pb, ib, _) = off, on
+    octets = 2 * int(size)  # per round trip, each way: one message per side
+    names = set(pa) | set(pb)
+    delta = {s: pb.get(s, [0] * NV)[1] / ib - pa.get(s, [0] * NV)[1] / ia for s in names}
+    print(f"\n## {test} {size} B: MPA CRC, cost per payload octet\n")
+    print(f"Per round trip {octets} payload octets go each way (one message per side).\n")
+    print("| part | CRC off | CRC on | on - off | per octet |")
+    print("| --- | --- | --- | --- | --- |")
+    for part, pred in (
+        ("whole kernel", lambda s: True),
+        ("the module", lambda s: s.endswith("[rsiw]")),
+    ):
+        a = sum(v[1] for k, v in pa.items() if pred(k)) / ia
+        b = sum(v[1] for k, v in pb.items() if pred(k)) / ib
+        print(f"| {part} | {a:.0f} | {b:.0f} | {b - a:+.0f} | {(b - a) / octets:+.3f} |")
+    by_side = collections.Counter()
+    for s, d in delta.items():
+        by_side[side(s)] += d
+    print("\nthe difference by side (the kernel's CRC32C split evenly: both sides"
+          " compute it over the same octets, but not in as many calls, so the"
+          " split is approximate; docs/performance.md has a measured one):\n")
+    print("| side | on - off per round trip | per octet |")
+    print("| --- | --- | --- |")
+    half = by_side["crc"] / 2
+    for what, d in (
+        ("transmit: the module's framing and CRC calls", by_side["tx"]),
+        ("receive: the module's verify pass, deframers, placement", by_side["rx"]),
+        ("the kernel's CRC32C and its FPU use (both sides)", by_side["crc"]),
+        ("the module, elsewhere", by_side["module, other"]),
+        ("the kernel, elsewhere (TCP, scheduling)", by_side["kernel, other"]),
+        ("**transmit** (its part + half the CRC32C)", by_side["tx"] + half),
+        ("**receive** (its part + half the CRC32C)", by_side["rx"] + half),
+    ):
+        print(f"| {what} | {d:+.0f} | {d / octets:+.3f} |")
+    print(f"\nfunctions by |on - off| per round trip (top {top}):\n")
+    print("| function | side | calls off | calls on | insns off | insns on | on - off |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for s in sorted(names, key=lambda s: -abs(delta[s]))[:top]:
+        a, b = pa.get(s, [0] * NV), pb.get(s, [0] * NV)
+        print(f"| {s} | {side(s)} | {a[0] / ia:.2f} | {b[0] / ib:.2f} | {a[1] / ia:.0f}"
+              f" | {b[1] / ib:.0f} | {delta[s]:+.0f} |")
+
+
 for (test, size), by in runs.items():
     print(f"\n## {test} {size} B: guest kernel, per iteration (round trip)\n")
     print("| driver | instructions | memory accesses | atomics | CLI/STI/POPF | fences | typical us (plugin on) |")
@@ -82,7 +158,9 @@ for (test, size), by in runs.items():
     for drv, (per, iters, typ) in sorted(by.items()):
         t = [sum(v[k] for v in per.values()) / iters for k in range(NV)]
         print(f"| {drv} | {t[1]:.0f} | {t[2]:.0f} | {t[3]:.1f} | {t[4]:.1f} | {t[5]:.1f} | {typ} |")
-    if len(by) < 2:
+    if "rsiw" in by and "rsiw-crc" in by:
+        crc_cost(test, size, by["rsiw"], by["rsiw-crc"], top)
+    if "rsiw" not in by or "siw" not in by:
         continue
     print("\nsplit (instructions / memory accesses per iteration):\n")
     print("| part | rsiw | siw |")

@@ -18,6 +18,13 @@
 #        driver "tcp"), e.g. PROF_TESTS="ib_write_bw iperf3 iperf3_z"
 #        PROF_SIZE=65536 PROF_ITERS=2000: the host side then prints the
 #        guest kernel's instructions per KiB moved, both sides together.
+#        PROF_DRIVERS="rsiw siw": the drivers measured, in this order;
+#        "rsiw-crc" is rsiw with MPA CRC32C on its connections
+#        (mpa_crc_required=1; siw's CRC switches are compile-time
+#        constants, off)
+#        PROF_CRC=1: shorthand for PROF_DRIVERS="rsiw rsiw-crc", the
+#        cost of the CRC (insn-profile.py then gives it per octet and
+#        direction)
 #        PROF_NO_PHASES=1 (host side, Makefile: no split into the phases
 #        of a one-way message; the plugin then counts with inline adds,
 #        several times faster)
@@ -31,6 +38,11 @@ ITERS=${PROF_ITERS:-20000}
 TESTS=${PROF_TESTS:-"ib_write_lat ib_send_lat"}
 SIZE=${PROF_SIZE:-64}
 MTU=${PROF_MTU:-1500}
+if [ "${PROF_CRC:-0}" != 0 ]; then
+	DRIVERS=${PROF_DRIVERS:-"rsiw rsiw-crc"}
+else
+	DRIVERS=${PROF_DRIVERS:-"rsiw siw"}
+fi
 
 topo_up "$MTU" >/dev/null 2>&1 && neigh_pin || exit 1
 insmod "$RSIW_KO" || exit 1
@@ -70,19 +82,28 @@ run_iperf3() {
 	wait
 }
 for t in $TESTS; do
-	case $t in iperf3*) drivers=tcp ;; *) drivers="rsiw siw" ;; esac
-	for d in $drivers; do
+	case $t in iperf3*) drivers=tcp ;; *) drivers=$DRIVERS ;; esac
+	for drv in $drivers; do
+		d=${drv%-crc}
+		if [ "$d" != tcp ]; then
+			use_pair "$d" || exit 1
+		fi
+		if [ "$d" = rsiw ]; then
+			# read by each connection as it is set up
+			echo "$([ "$drv" = rsiw-crc ] && echo 1 || echo 0)" \
+				>/sys/module/rsiw/parameters/mpa_crc_required || exit 1
+		fi
 		port=$((port + 1))
 		: >"$OUT/figure"
 		case $t in
 		iperf3) run_iperf3 ;;
 		iperf3_z) run_iperf3 -Z ;;
-		*) use_pair "$d" && run_perftest "$d" "$t" ;;
+		*) run_perftest "$d" "$t" ;;
 		esac
 		marker
 		typ=$(cat "$OUT/figure")
-		echo "$((ndump - 1)) $d $t $SIZE $ITERS ${typ:-fail}" >>"$OUT/phases"
-		echo "# $d $t $SIZE B x $ITERS: ${typ:-fail} (under the plugin)"
+		echo "$((ndump - 1)) $drv $t $SIZE $ITERS ${typ:-fail}" >>"$OUT/phases"
+		echo "# $drv $t $SIZE B x $ITERS: ${typ:-fail} (under the plugin)"
 	done
 done
 rm -f "$OUT/figure"
