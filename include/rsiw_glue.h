@@ -86,6 +86,7 @@ bool rsiw_mpa_large_fpdu(void);
 bool rsiw_mpa_responder_waits(void);
 u32 rsiw_mpa_max_fpdu(void);
 u32 rsiw_cm_accept_timeout(void);
+bool rsiw_siw_link_type(void);
 
 struct iw_cm_id *rsiw_rdma_iw_cm_id(struct rdma_cm_id *id);
 struct nlattr *rsiw_res_driver_begin(struct sk_buff *msg);

@@ -19,7 +19,11 @@ use crate::cm::{CmIds, Pending};
 use crate::kif::{compat::xarray::XArray, rcu_xarray::RcuXArray};
 use crate::kif::{
     net::{NetDev, NetdevEvent},
-    rdma::{self, link::LinkDriver, DeviceSetup, PortEvent, RegisteredDevice, NETDEV_PORT},
+    rdma::{
+        self,
+        link::{LinkDriver, SharedKind},
+        DeviceSetup, PortEvent, RegisteredDevice, NETDEV_PORT,
+    },
 };
 use crate::mem;
 use crate::qp::{counter::Counters, Qp};
@@ -77,6 +81,15 @@ static NEXT_DEV_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The `rsiw` link type.
 pub(crate) struct Link;
+
+/// Upstream siw's link type, which [`Link`] also serves with
+/// `siw_link_type=1`, so that harnesses that run `modprobe siw` and `rdma
+/// link add NAME type siw` run on rsiw (README, "Harnesses that name siw").
+pub(crate) const SIW_KIND: SharedKind = SharedKind {
+    kind: c_str!("siw"),
+    owner: c_str!("siw"),
+    what: c_str!("RDMA link type 'siw'"),
+};
 
 /// ARP hardware types rsiw runs on: Ethernet, IEEE 802 and none (tunnels).
 fn qualified(ndev: &NetDev<'_>) -> bool {

@@ -51,7 +51,9 @@ module! {
     alias: ["rdma-link-rsiw"],
 }
 
-/// Module state: the `rsiw` RDMA link type and the net device notifier.
+/// Module state: the `rsiw` RDMA link type (and with `siw_link_type=1`
+/// upstream siw's `siw` too, for harnesses that name siw) and the net
+/// device notifier.
 ///
 /// Dropping it removes the link type and unregisters every rsiw device.
 struct RsiwModule {
@@ -64,8 +66,18 @@ struct RsiwModule {
 impl kernel::Module for RsiwModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let wq = kif::compat::workqueue::WqOwner::new()?;
-        let link = kif::rdma::link::LinkRegistration::register::<device::Link>(module)?;
-        pr_info!("soft-iWARP device type 'rsiw' registered\n");
+        let mut link = kif::rdma::link::LinkRegistration::register::<device::Link>(module)?;
+        if kif::params::siw_link_type() {
+            if let Err(e) = link.as_mut().share(device::SIW_KIND) {
+                pr_err!(
+                    "siw_link_type=1 refused: unload siw, or load rsiw without siw_link_type\n"
+                );
+                return Err(e);
+            }
+            pr_info!("soft-iWARP device types 'rsiw' and 'siw' registered\n");
+        } else {
+            pr_info!("soft-iWARP device type 'rsiw' registered\n");
+        }
         Ok(RsiwModule {
             _link: link,
             _wq: wq,

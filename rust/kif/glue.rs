@@ -175,4 +175,5 @@ extern "C" {
     pub(in crate::kif) fn rsiw_mpa_responder_waits() -> bool;
     pub(in crate::kif) fn rsiw_mpa_max_fpdu() -> u32;
     pub(in crate::kif) fn rsiw_cm_accept_timeout() -> u32;
+    pub(in crate::kif) fn rsiw_siw_link_type() -> bool;
 }

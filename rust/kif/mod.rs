@@ -18,13 +18,14 @@
 //! and the facilities rsiw's transport needs: net devices and the RDMA
 //! link type ([`net`]), kernel TCP sockets ([`sock`]), the kernel's CRC32C
 //! ([`crc`]), lock-free STag lookups ([`rcu_xarray`]), the module
-//! parameters ([`params`]) and rate-limited warnings a peer can trigger
-//! ([`log`]).
+//! parameters ([`params`]), other modules by name ([`modules`]) and
+//! rate-limited warnings a peer can trigger ([`log`]).
 
 pub mod compat;
 pub mod crc;
 mod glue;
 pub mod log;
+pub mod modules;
 pub mod net;
 pub mod params;
 pub mod rcu_xarray;

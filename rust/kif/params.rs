@@ -59,3 +59,11 @@ pub fn cm_accept_timeout() -> u32 {
     // SAFETY: the glue function only does a READ_ONCE of a module global.
     unsafe { super::glue::rsiw_cm_accept_timeout() }
 }
+
+/// Whether rsiw also registers the RDMA link type `siw`, upstream siw's,
+/// so that harnesses that name siw run on it (`siw_link_type=`, read at
+/// load only).
+pub fn siw_link_type() -> bool {
+    // SAFETY: the glue function only does a READ_ONCE of a module global.
+    unsafe { super::glue::rsiw_siw_link_type() }
+}

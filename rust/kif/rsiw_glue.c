@@ -88,6 +88,20 @@ module_param_cb(cm_accept_timeout, &cm_accept_timeout_ops, &cm_accept_timeout, 0
 MODULE_PARM_DESC(cm_accept_timeout,
 		 "Seconds a connect request may wait for accept or reject before rsiw rejects it: 1 to 3600 (default 60)");
 
+/*
+ * Harnesses that name siw (modprobe siw, rdma link add ... type siw) run
+ * on rsiw when it also registers the link type "siw"; read once, at load.
+ */
+static bool siw_link_type;
+module_param(siw_link_type, bool, 0444);
+MODULE_PARM_DESC(siw_link_type,
+		 "Also register the RDMA link type 'siw' (refused while module siw is loaded; siw is refused while rsiw holds it)");
+
+bool rsiw_siw_link_type(void)
+{
+	return READ_ONCE(siw_link_type);
+}
+
 u32 rsiw_cm_accept_timeout(void)
 {
 	return READ_ONCE(cm_accept_timeout);

@@ -4,6 +4,12 @@
 //! net device notifier that tells a driver's devices about their net
 //! devices, registered together by a [`LinkRegistration`], which also
 //! unregisters the driver's devices when it goes.
+//!
+//! A registration may also serve a second link type that another module
+//! registers as its own ([`SharedKind`], [`LinkRegistration::share`]): the
+//! RDMA core keeps one holder per link type and warns when a second
+//! registers, so the second type is registered only while that module is
+//! not loaded, and that module is refused while it is.
 
 use core::ptr::NonNull;
 use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque, ThisModule};
@@ -11,6 +17,7 @@ use kernel::{bindings, error::from_result, prelude::*, str::CStr, types::Opaque,
 use super::{registry::Registry, Device, Driver, RegisteredDevice};
 use crate::kif::{
     glue,
+    modules::{self, ModuleGate},
     net::{NetDev, NetdevEvent},
 };
 
@@ -51,12 +58,62 @@ pub struct LinkRegistration {
     #[pin]
     notifier: Opaque<bindings::notifier_block>,
     registry: Pin<KBox<Registry>>,
+    module: &'static ThisModule,
+    shared: Option<Pin<KBox<SharedLink>>>,
 }
+
+/// A link type that another module, its owner, registers as its own, and
+/// that a [`LinkRegistration`] serves too when the owner is not loaded
+/// ([`LinkRegistration::share`]).
+#[derive(Clone, Copy)]
+pub struct SharedKind {
+    /// The link type's name (`KIND` in `rdma link add NAME type KIND netdev
+    /// DEV`).
+    pub kind: &'static CStr,
+    /// The name of the module that registers `kind` as its own.
+    pub owner: &'static CStr,
+    /// `kind` described for the message that refuses `owner`, e.g. `RDMA
+    /// link type 'siw'`.
+    pub what: &'static CStr,
+}
+
+/// The second link type of a [`LinkRegistration`] and the gate that keeps
+/// its owner module out while it is registered.
+///
+/// # Invariants
+///
+/// `link` is registered with the RDMA core until the value drops; `gate`
+/// is registered from before that until after.
+#[pin_data(PinnedDrop)]
+struct SharedLink {
+    #[pin]
+    gate: ModuleGate,
+    #[pin]
+    link: Opaque<bindings::rdma_link_ops>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for SharedLink {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: registered in `LinkRegistration::share` (the invariant)
+        // and still pinned here; `gate` drops after this, unregistering
+        // the gate once the link type is gone.
+        unsafe { bindings::rdma_link_unregister(self.link.get()) };
+    }
+}
+
+// SAFETY: as for `LinkRegistration`: the link ops are touched only by
+// their (un)registration under the RDMA core's lock, and the gate is
+// `Send`.
+unsafe impl Send for SharedLink {}
+// SAFETY: no method takes `&self`; a shared reference reads nothing.
+unsafe impl Sync for SharedLink {}
 
 // SAFETY: what a `LinkRegistration` owns is not tied to a thread: the C
 // structures are touched only by their (un)registration calls, which take
 // the RDMA core's and the notifier chain's locks and may run on any thread,
-// and the registry is `Send` (a mutex and a condition variable). Dropping
+// the registry is `Send` (a mutex and a condition variable), and so are
+// the module reference and the second link type (`SharedLink`). Dropping
 // it, the one thing an owner does with it, may happen on any thread that
 // may sleep.
 unsafe impl Send for LinkRegistration {}
@@ -140,6 +197,8 @@ impl LinkRegistration {
                 // was not registered.
                 notifier <- register_notifier::<T>(),
                 registry,
+                module,
+                shared: None,
             }? Error),
             GFP_KERNEL,
         )?;
@@ -148,6 +207,84 @@ impl LinkRegistration {
         unsafe { bindings::rdma_link_register(this.link.get()) };
         Ok(this)
     }
+
+    /// Registers `shared.kind` as a second link type, served as
+    /// [`LinkDriver::KIND`] is, after a [`ModuleGate`] that refuses to load
+    /// `shared.owner` while it is registered. `EBUSY`, with an error
+    /// message and nothing registered, if `shared.owner` is loaded (or
+    /// being loaded or unloaded) or this registration has a second type
+    /// already.
+    ///
+    /// Only a load of the owner that runs at the same time as this call can
+    /// slip through: one that passed the module notifiers just before the
+    /// gate was registered and is not in sysfs yet (see
+    /// [`modules::is_loaded`]); the RDMA core would then warn about the
+    /// owner's registration.
+    pub fn share(self: Pin<&mut Self>, shared: SharedKind) -> Result {
+        // SAFETY: only the unpinned `shared` field is written; nothing is
+        // moved out of the pinned value.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.shared.is_some() {
+            return Err(EBUSY);
+        }
+        // SAFETY: the primary link ops were initialized in `register` and
+        // are not written after: reading the callback is a plain read.
+        let newlink = unsafe { (*this.link.get()).newlink };
+        let module = this.module;
+        let link = KBox::pin_init(
+            try_pin_init!(SharedLink {
+                gate <- ModuleGate::new(shared.owner, shared.what),
+                link <- register_shared(module, shared, newlink),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        this.shared = Some(link);
+        Ok(())
+    }
+}
+
+/// Initializes link ops for `shared.kind` calling `newlink` in place and
+/// registers them, unless `shared.owner` is loaded: then `EBUSY` with
+/// nothing registered. Part of a [`SharedLink`], after its gate.
+fn register_shared(
+    module: &'static ThisModule,
+    shared: SharedKind,
+    newlink: Option<
+        unsafe extern "C" fn(
+            *const kernel::ffi::c_char,
+            *mut bindings::net_device,
+        ) -> kernel::ffi::c_int,
+    >,
+) -> impl PinInit<Opaque<bindings::rdma_link_ops>, Error> {
+    let init = move |slot: *mut Opaque<bindings::rdma_link_ops>| {
+        if modules::is_loaded(module, shared.owner) {
+            pr_err!(
+                "link type '{}' not registered: module {}, which registers it, is loaded\n",
+                shared.kind,
+                shared.owner
+            );
+            return Err(EBUSY);
+        }
+        let p = Opaque::raw_get(slot);
+        // SAFETY: `slot` is valid for writes and pinned (the contract of a
+        // `PinInit`); `Opaque` is transparent over the link ops.
+        unsafe {
+            p.write(bindings::rdma_link_ops {
+                type_: shared.kind.as_char_ptr(),
+                newlink,
+                ..Default::default()
+            })
+        };
+        // SAFETY: `p` is initialized and pinned in a `SharedLink`, which
+        // unregisters it before it is freed (its invariant); the type name
+        // is static. No other module holds the type: its owner is not
+        // loaded and is refused from now on by the gate registered before.
+        unsafe { bindings::rdma_link_register(p) };
+        Ok(())
+    };
+    // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
+    // was not written and nothing was registered.
+    unsafe { kernel::init::pin_init_from_closure(init) }
 }
 
 /// Initializes a notifier block calling `notifier_cb::<T>` in place and
@@ -176,11 +313,17 @@ fn register_notifier<T: LinkDriver>() -> impl PinInit<Opaque<bindings::notifier_
 #[pinned_drop]
 impl PinnedDrop for LinkRegistration {
     fn drop(self: Pin<&mut Self>) {
+        // SAFETY: only the unpinned `shared` field is taken; nothing else
+        // moves.
+        let this = unsafe { self.get_unchecked_mut() };
+        // The second link type first (then its gate), so that no device is
+        // created through it after `unregister_all` below.
+        drop(this.shared.take());
         // SAFETY: both were registered in `new` and are still pinned here.
         unsafe {
-            bindings::rdma_link_unregister(self.link.get());
-            bindings::unregister_netdevice_notifier(self.notifier.get());
+            bindings::rdma_link_unregister(this.link.get());
+            bindings::unregister_netdevice_notifier(this.notifier.get());
         }
-        self.registry.unregister_all();
+        this.registry.unregister_all();
     }
 }
