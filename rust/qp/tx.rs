@@ -34,7 +34,7 @@ use kernel::{
 };
 
 use self::emit::Sent;
-use self::job::{Job, Kind};
+use self::job::Kind;
 use super::reads::{Fifo, InboundRead, TermMsg, TERM_MAX};
 use super::{Conn, Qp, QpState};
 use crate::base::limits;
@@ -316,14 +316,16 @@ fn note_streaming(qp: &Qp, tx: &TxState, answer: &mut bool) {
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
     let (term, request) = take_inbound_reads_work(qp, state == QpState::Rts && !tx.rtr_pending());
     if let Some(term) = term {
-        tx.set_job(Job::terminate(term));
+        tx.slot().job.set_terminate(term);
+        tx.begin_job();
         return Next::Ready;
     }
     if state != QpState::Rts || qp.lockfree.tx_held() {
         return Next::Idle;
     }
     if tx.take_rtr() {
-        tx.set_job(Job::rtr());
+        tx.slot().job.set_rtr();
+        tx.begin_job();
         return Next::Ready;
     }
     if let Some(request) = request {

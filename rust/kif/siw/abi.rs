@@ -134,7 +134,7 @@ impl From<Status> for WcStatus {
 /// Compares with an [`Opcode`] directly (one compare of the octet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
-pub struct RawOpcode(u8);
+pub struct RawOpcode(pub(super) u8);
 
 impl RawOpcode {
     /// The opcode, or the unknown octet.

@@ -15,7 +15,7 @@ use core::{
 };
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::abi::{sge_from, Cqe, Element, Rqe, Sqe, WqeFlags};
+use super::abi::{sge_from, Cqe, Element, RawOpcode, Rqe, Sqe, WqeFlags};
 use crate::kif::rdma::{mmap::QueueMem, wr::RecvWr};
 
 /// A ring of `n` (a power of two) elements of `E`, optionally followed by a
@@ -130,6 +130,39 @@ impl Ring<Sqe> {
     /// for a doorbell that never comes.
     pub fn give_back(&self, i: u32) {
         self.flags_ref(i).swap(0, Ordering::SeqCst);
+    }
+
+    /// As [`Ring::read`], into `dst` (the transmit job's copy, built in
+    /// place), with `flags` (read before, see [`Ring::flags`]) as its
+    /// flags: each field is read once, straight into its place, instead of
+    /// the element going through the stack.
+    pub fn read_into(&self, i: u32, flags: WqeFlags, dst: &mut Sqe) {
+        let p = self.slot(i);
+        // SAFETY: as in `read`: fields of a slot inside the allocation,
+        // aligned, plain integers valid for any bits; the union member
+        // `sge` covers all of the union (`access` overlaps `sge[0]`).
+        let (id, num_sge, opcode, rkey, raddr) = unsafe {
+            (
+                ptr::read_volatile(ptr::addr_of!((*p).id)),
+                ptr::read_volatile(ptr::addr_of!((*p).num_sge)),
+                ptr::read_volatile(ptr::addr_of!((*p).opcode)),
+                ptr::read_volatile(ptr::addr_of!((*p).rkey)),
+                ptr::read_volatile(ptr::addr_of!((*p).__bindgen_anon_1.raddr)),
+            )
+        };
+        dst.id = id;
+        dst.flags = flags;
+        dst.num_sge = num_sge;
+        dst.opcode = RawOpcode(opcode);
+        dst.rkey = rkey;
+        dst.raddr = raddr;
+        for (k, d) in dst.sge.iter_mut().enumerate() {
+            // SAFETY: as above; `k < MAX_SGE`, the length of the array.
+            let s = unsafe { ptr::read_volatile(ptr::addr_of!((*p).__bindgen_anon_2.sge[k])) };
+            *d = sge_from(&s);
+        }
+        // `access` is the union's other member, over `sge[0].laddr`.
+        dst.access = dst.sge[0].addr;
     }
 }
 

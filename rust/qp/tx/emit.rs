@@ -67,7 +67,7 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
         return Ok(Sent::Done);
     };
     let sock = emission.conn.sock.lock_send();
-    let entered = match emission.job.src.enter() {
+    let entered = match emission.job.enter() {
         Ok(entered) => entered,
         Err(fault) => return Ok(Sent::MemoryGone(fault)),
     };
