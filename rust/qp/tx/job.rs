@@ -33,6 +33,15 @@ pub(super) struct Entered<'a> {
     inside: [Option<Inside<'a>>; MAX_SGE],
 }
 
+impl Entered<'_> {
+    /// No memory entered yet (see [`Job::enter`]).
+    pub(super) const fn new() -> Self {
+        Self {
+            inside: [const { None }; MAX_SGE],
+        }
+    }
+}
+
 impl Src {
     /// Buffers the payload lies in (one for inline data and no payload).
     pub(super) fn buffers(self) -> usize {
@@ -154,13 +163,14 @@ impl Job {
         self.src = Src::None;
     }
 
-    /// Enters the memory of every SGE for one send call; fails with
-    /// [`MemFault::Stag`] once one of their registrations ended (nothing
-    /// more of the message may be read).
-    pub(super) fn enter(&self) -> core::result::Result<Entered<'_>, MemFault> {
-        let mut entered = Entered {
-            inside: [const { None }; MAX_SGE],
-        };
+    /// Enters the memory of every SGE for one send call, into `entered`
+    /// (empty, see [`Entered::new`]; filled where it lies, as the payload
+    /// is read through it there); fails with [`MemFault::Stag`] once one of
+    /// their registrations ended (nothing more of the message may be read).
+    pub(super) fn enter<'a>(
+        &'a self,
+        entered: &mut Entered<'a>,
+    ) -> core::result::Result<(), MemFault> {
         if let Src::Sgl(n) = self.src {
             for (slot, mem) in entered.inside.iter_mut().zip(self.mems.iter()).take(n) {
                 if let Some(mem) = mem {
@@ -168,7 +178,7 @@ impl Job {
                 }
             }
         }
-        Ok(entered)
+        Ok(())
     }
 
     /// Length of the DDP/RDMAP header (or of the TERMINATE ULPDU).
