@@ -15,7 +15,7 @@ use core::{
 };
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::abi::{sge_from, Cqe, Element, RawOpcode, Rqe, Sqe, WqeFlags};
+use super::abi::{sge_from, Cqe, Element, Rqe, Sqe, WqeFlags};
 use crate::kif::rdma::{mmap::QueueMem, wr::RecvWr};
 
 /// A ring of `n` (a power of two) elements of `E`, optionally followed by a
@@ -134,33 +134,22 @@ impl Ring<Sqe> {
 
     /// As [`Ring::read`], into `dst` (the transmit job's copy, built in
     /// place), with `flags` (read before, see [`Ring::flags`]) as its
-    /// flags: each field is read once, straight into its place, instead of
-    /// the element going through the stack.
+    /// flags: the element is copied word by word straight into its place
+    /// ([`Sqe`] is laid out as the ABI's element), instead of going
+    /// through the stack field by field.
     pub fn read_into(&self, i: u32, flags: WqeFlags, dst: &mut Sqe) {
-        let p = self.slot(i);
-        // SAFETY: as in `read`: fields of a slot inside the allocation,
-        // aligned, plain integers valid for any bits; the union member
-        // `sge` covers all of the union (`access` overlaps `sge[0]`).
-        let (id, num_sge, opcode, rkey, raddr) = unsafe {
-            (
-                ptr::read_volatile(ptr::addr_of!((*p).id)),
-                ptr::read_volatile(ptr::addr_of!((*p).num_sge)),
-                ptr::read_volatile(ptr::addr_of!((*p).opcode)),
-                ptr::read_volatile(ptr::addr_of!((*p).rkey)),
-                ptr::read_volatile(ptr::addr_of!((*p).__bindgen_anon_1.raddr)),
-            )
-        };
-        dst.id = id;
-        dst.flags = flags;
-        dst.num_sge = num_sge;
-        dst.opcode = RawOpcode(opcode);
-        dst.rkey = rkey;
-        dst.raddr = raddr;
-        for (k, d) in dst.sge.iter_mut().enumerate() {
-            // SAFETY: as above; `k < MAX_SGE`, the length of the array.
-            let s = unsafe { ptr::read_volatile(ptr::addr_of!((*p).__bindgen_anon_2.sge[k])) };
-            *d = sge_from(&s);
+        const WORDS: usize = size_of::<bindings::siw_sqe>() / 8;
+        let src = self.slot(i).cast::<u64>();
+        let out = ptr::from_mut(dst).cast::<u64>();
+        for k in 0..WORDS {
+            // SAFETY: word `k` of a slot inside the allocation (aligned, see
+            // `read`), read as a plain integer; written into word `k` of
+            // `*dst`, which is as large and as aligned up to `access` and
+            // whose fields there are integers (or newtypes of them) at the
+            // ABI's offsets (asserted next to `Sqe`): any bits are valid.
+            unsafe { out.add(k).write(ptr::read_volatile(src.add(k))) };
         }
+        dst.flags = flags;
         // `access` is the union's other member, over `sge[0].laddr`.
         dst.access = dst.sge[0].addr;
     }
