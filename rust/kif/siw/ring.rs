@@ -116,6 +116,19 @@ macro_rules! flag_accessors {
     };
 }
 
+// The words `Ring::write_cqe` stores.
+const _: () = {
+    use core::mem::offset_of;
+    type Raw = bindings::siw_cqe;
+    assert!(size_of::<Raw>() == 32);
+    assert!(offset_of!(Raw, flags) == 8);
+    assert!(offset_of!(Raw, opcode) == 9);
+    assert!(offset_of!(Raw, status) == 10);
+    assert!(offset_of!(Raw, bytes) == 12);
+    assert!(offset_of!(Raw, __bindgen_anon_1) == 16);
+    assert!(offset_of!(Raw, __bindgen_anon_2) == 24);
+};
+
 flag_accessors!(Sqe, AtomicU16, from_bits, bits);
 flag_accessors!(Rqe, AtomicU16, from_bits, bits);
 flag_accessors!(Cqe, AtomicU8, from_cqe_bits, cqe_bits);
@@ -222,6 +235,37 @@ impl Ring<Rqe> {
 }
 
 impl Ring<Cqe> {
+    /// As [`Ring::write`] for a completion (flags 0; publish it with
+    /// `set_flags`): four word stores straight into the slot, instead of
+    /// the ABI structure being built on the stack and copied field by
+    /// field. Every Send, Write and receive completes through here.
+    pub fn write_cqe(&self, i: u32, e: &Cqe) {
+        let status = u16::from(e.status).to_ne_bytes();
+        let bytes = e.bytes.to_ne_bytes();
+        // `flags` (0), `opcode`, `status`, `bytes`: the ABI's second word.
+        let word1 = u64::from_ne_bytes([
+            0,
+            e.opcode.octet(),
+            status[0],
+            status[1],
+            bytes[0],
+            bytes[1],
+            bytes[2],
+            bytes[3],
+        ]);
+        let p = self.slot(i).cast::<u64>();
+        // SAFETY: the four words of a slot inside the allocation (aligned,
+        // see `read`; `struct siw_cqe` is four words, asserted below), each
+        // written as a plain integer; the producer owns the slot (flags
+        // clear, the caller checked).
+        unsafe {
+            ptr::write_volatile(p, e.id);
+            ptr::write_volatile(p.add(1), word1);
+            ptr::write_volatile(p.add(2), e.imm_or_inval);
+            ptr::write_volatile(p.add(3), e.qp);
+        }
+    }
+
     /// The notification control word after the ring (`siw_cq_ctrl.flags`).
     pub fn notify(&self) -> &AtomicU32 {
         // SAFETY: a CQ ring has a trailer of `siw_cq_ctrl` size (type
