@@ -108,7 +108,7 @@ impl Cq {
                 self.handle.error();
                 return Err(ENOMEM);
             }
-            self.ring.write(i, cqe);
+            self.ring.write_cqe(i, cqe);
             self.ring.set_flags(i, WqeFlags::VALID | cqe.flags);
             pos.put = pos.put.wrapping_add(1);
             let armed = self

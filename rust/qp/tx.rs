@@ -34,8 +34,8 @@ use kernel::{
 };
 
 use self::emit::Sent;
-use self::job::{Job, Kind};
-use super::reads::{Fifo, InboundRead, TermMsg, TERM_MAX};
+use self::job::Kind;
+use super::reads::{Fifo, TermMsg, TERM_MAX};
 use super::{Conn, Qp, QpState};
 use crate::base::limits;
 use crate::base::stats::Counter;
@@ -323,32 +323,42 @@ fn note_streaming(qp: &Qp, tx: &TxState, answer: &mut bool) {
 /// Finds the next message to send: a TERMINATE, the RTR, a Read Response,
 /// the send queue.
 fn next_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Next {
-    let (term, request) = take_inbound_reads_work(qp, state == QpState::Rts && !tx.rtr_pending());
-    if let Some(term) = term {
-        tx.set_job(Job::terminate(term));
-        return Next::Ready;
+    if qp.lockfree.take_inbound_reads_queued() {
+        if let Some(next) = inbound_reads_job(qp, tx, state) {
+            return next;
+        }
     }
     if state != QpState::Rts || qp.lockfree.tx_held() {
         return Next::Idle;
     }
     if tx.take_rtr() {
-        tx.set_job(Job::rtr());
+        tx.slot().job.set_rtr();
+        tx.begin_job();
         return Next::Ready;
-    }
-    if let Some(request) = request {
-        return read::response_job(qp, tx, request);
     }
     sq::next_job(qp, tx)
 }
 
-/// One look at the inbound Read queue for a TERMINATE and, with `reads`, a
-/// Read Request to answer (only when something was queued since the last
-/// look). A Read Request taken is the inbound Read queue's active response.
-fn take_inbound_reads_work(qp: &Qp, reads: bool) -> (Option<TermMsg>, Option<InboundRead>) {
-    if !qp.lockfree.take_inbound_reads_queued() {
-        return (None, None);
+/// [`next_job`] when something was queued on the inbound Read queue since
+/// the last look: a TERMINATE and, in RTS without an RTR to send first, a
+/// Read Request to answer (then the inbound Read queue's active response).
+/// `None` when there is neither. Not inlined: the common case of the
+/// transmit function then keeps no room for them.
+#[inline(never)]
+fn inbound_reads_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Option<Next> {
+    let reads = state == QpState::Rts && !tx.rtr_pending();
+    let (term, request) = qp.inbound_reads.lock().take_work(reads, &qp.lockfree);
+    if let Some(term) = term {
+        tx.slot().job.set_terminate(term);
+        tx.begin_job();
+        return Some(Next::Ready);
     }
-    qp.inbound_reads.lock().take_work(reads, &qp.lockfree)
+    // With a request: in RTS, no RTR to send first.
+    let request = request?;
+    if qp.lockfree.tx_held() {
+        return Some(Next::Idle);
+    }
+    Some(read::response_job(qp, tx, request))
 }
 
 /// Handles a job (of `kind`, `total` octets) whose last octet went to

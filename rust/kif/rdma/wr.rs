@@ -15,6 +15,7 @@ pub const MAX_INLINE: usize = 80;
 
 /// A scatter/gather element (`struct ib_sge`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     /// Address (user or kernel virtual, or DMA address for kernel users).
     pub addr: u64,

@@ -242,8 +242,12 @@ impl core::ops::BitOrAssign for WqeFlags {
 const _: () = assert!(WqeFlags::REM_INVAL.0 <= u8::MAX as u16);
 const _: () = assert!(WqeFlags::SOLICITED.0 <= u8::MAX as u16);
 
-/// A send queue element (`struct siw_sqe`).
+/// A send queue element (`struct siw_sqe`). Laid out as the ABI's up to
+/// the end of its SGEs (see the assertions below), so that
+/// [`Ring::read_into`](super::Ring::read_into) copies an element word by
+/// word; `access` follows instead of sharing the SGEs' room.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct Sqe {
     /// Work request id.
     pub id: u64,
@@ -263,6 +267,26 @@ pub struct Sqe {
     /// Access flags of a REG_MR (the union with `sge` in the ABI).
     pub access: u64,
 }
+
+// `Sqe` up to `access` is `struct siw_sqe`: the same fields at the same
+// offsets, each valid for any bits (integers, or newtypes of them).
+const _: () = {
+    use core::mem::offset_of;
+    type Raw = bindings::siw_sqe;
+    assert!(offset_of!(Sqe, id) == offset_of!(Raw, id));
+    assert!(offset_of!(Sqe, flags) == offset_of!(Raw, flags));
+    assert!(offset_of!(Sqe, num_sge) == offset_of!(Raw, num_sge));
+    assert!(offset_of!(Sqe, opcode) == offset_of!(Raw, opcode));
+    assert!(offset_of!(Sqe, rkey) == offset_of!(Raw, rkey));
+    assert!(offset_of!(Sqe, raddr) == offset_of!(Raw, __bindgen_anon_1));
+    assert!(offset_of!(Sqe, sge) == offset_of!(Raw, __bindgen_anon_2));
+    assert!(offset_of!(Sqe, access) == size_of::<Raw>());
+    assert!(size_of::<[Sge; MAX_SGE]>() == size_of::<[bindings::siw_sge; MAX_SGE]>());
+    assert!(offset_of!(Sge, addr) == offset_of!(bindings::siw_sge, laddr));
+    assert!(offset_of!(Sge, length) == offset_of!(bindings::siw_sge, length));
+    assert!(offset_of!(Sge, lkey) == offset_of!(bindings::siw_sge, lkey));
+    assert!(size_of::<Raw>() % 8 == 0);
+};
 
 impl Sqe {
     /// The inline payload: the octets of `sge[1..]` as the ABI lays them

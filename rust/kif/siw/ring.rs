@@ -116,6 +116,19 @@ macro_rules! flag_accessors {
     };
 }
 
+// The words `Ring::write_cqe` stores.
+const _: () = {
+    use core::mem::offset_of;
+    type Raw = bindings::siw_cqe;
+    assert!(size_of::<Raw>() == 32);
+    assert!(offset_of!(Raw, flags) == 8);
+    assert!(offset_of!(Raw, opcode) == 9);
+    assert!(offset_of!(Raw, status) == 10);
+    assert!(offset_of!(Raw, bytes) == 12);
+    assert!(offset_of!(Raw, __bindgen_anon_1) == 16);
+    assert!(offset_of!(Raw, __bindgen_anon_2) == 24);
+};
+
 flag_accessors!(Sqe, AtomicU16, from_bits, bits);
 flag_accessors!(Rqe, AtomicU16, from_bits, bits);
 flag_accessors!(Cqe, AtomicU8, from_cqe_bits, cqe_bits);
@@ -130,6 +143,28 @@ impl Ring<Sqe> {
     /// for a doorbell that never comes.
     pub fn give_back(&self, i: u32) {
         self.flags_ref(i).swap(0, Ordering::SeqCst);
+    }
+
+    /// As [`Ring::read`], into `dst` (the transmit job's copy, built in
+    /// place), with `flags` (read before, see [`Ring::flags`]) as its
+    /// flags: the element is copied word by word straight into its place
+    /// ([`Sqe`] is laid out as the ABI's element), instead of going
+    /// through the stack field by field.
+    pub fn read_into(&self, i: u32, flags: WqeFlags, dst: &mut Sqe) {
+        const WORDS: usize = size_of::<bindings::siw_sqe>() / 8;
+        let src = self.slot(i).cast::<u64>();
+        let out = ptr::from_mut(dst).cast::<u64>();
+        for k in 0..WORDS {
+            // SAFETY: word `k` of a slot inside the allocation (aligned, see
+            // `read`), read as a plain integer; written into word `k` of
+            // `*dst`, which is as large and as aligned up to `access` and
+            // whose fields there are integers (or newtypes of them) at the
+            // ABI's offsets (asserted next to `Sqe`): any bits are valid.
+            unsafe { out.add(k).write(ptr::read_volatile(src.add(k))) };
+        }
+        dst.flags = flags;
+        // `access` is the union's other member, over `sge[0].laddr`.
+        dst.access = dst.sge[0].addr;
     }
 }
 
@@ -200,6 +235,37 @@ impl Ring<Rqe> {
 }
 
 impl Ring<Cqe> {
+    /// As [`Ring::write`] for a completion (flags 0; publish it with
+    /// `set_flags`): four word stores straight into the slot, instead of
+    /// the ABI structure being built on the stack and copied field by
+    /// field. Every Send, Write and receive completes through here.
+    pub fn write_cqe(&self, i: u32, e: &Cqe) {
+        let status = u16::from(e.status).to_ne_bytes();
+        let bytes = e.bytes.to_ne_bytes();
+        // `flags` (0), `opcode`, `status`, `bytes`: the ABI's second word.
+        let word1 = u64::from_ne_bytes([
+            0,
+            e.opcode.octet(),
+            status[0],
+            status[1],
+            bytes[0],
+            bytes[1],
+            bytes[2],
+            bytes[3],
+        ]);
+        let p = self.slot(i).cast::<u64>();
+        // SAFETY: the four words of a slot inside the allocation (aligned,
+        // see `read`; `struct siw_cqe` is four words, asserted below), each
+        // written as a plain integer; the producer owns the slot (flags
+        // clear, the caller checked).
+        unsafe {
+            ptr::write_volatile(p, e.id);
+            ptr::write_volatile(p.add(1), word1);
+            ptr::write_volatile(p.add(2), e.imm_or_inval);
+            ptr::write_volatile(p.add(3), e.qp);
+        }
+    }
+
     /// The notification control word after the ring (`siw_cq_ctrl.flags`).
     pub fn notify(&self) -> &AtomicU32 {
         // SAFETY: a CQ ring has a trailer of `siw_cq_ctrl` size (type

@@ -67,10 +67,10 @@ pub(super) fn send_batch(tx: &mut TxState, stats: &Stats, queued: bool) -> Resul
         return Ok(Sent::Done);
     };
     let sock = emission.conn.sock.lock_send();
-    let entered = match emission.job.src.enter() {
-        Ok(entered) => entered,
-        Err(fault) => return Ok(Sent::MemoryGone(fault)),
-    };
+    let mut entered = Entered::new();
+    if let Err(fault) = emission.job.enter(&mut entered) {
+        return Ok(Sent::MemoryGone(fault));
+    }
     let out = Out {
         sock: &sock,
         entered: &entered,

@@ -7,43 +7,50 @@
 //! completes it. A Write of no octets goes straight to the Immediate
 //! Data.
 
-use super::job::{empty_sqe, Job, Kind, Src};
-use super::state::TxState;
+use super::job::{Kind, Src};
+use super::state::{Slot, TxState};
 use crate::base::stats::Counter;
 use crate::kif::siw::Sqe;
 use crate::qp::imm::{self, ImmData};
 use crate::qp::Qp;
 use crate::wire::rdmap::{SegmentHeader, QN_SEND};
 
-/// The job of the Write `sqe` (header `hdr`, `total` octets from `src`):
-/// a plain Write's, or the first of a Write with Immediate.
-pub(super) fn write_job(
-    qp: &Qp,
-    tx: &mut TxState,
-    sqe: Sqe,
+/// The immediate value of the Send or Write `sqe` if it is a Write with
+/// Immediate (only kernel QPs post them).
+pub(super) fn of_sqe(qp: &Qp, sqe: &Sqe) -> Option<ImmData> {
+    imm::of_sqe(sqe, qp.kernel)
+}
+
+/// Makes the job in `slot` the Write with Immediate `data` (header
+/// `hdr`, `total` octets from `src`, in place in the job): its Write, or
+/// at once its Immediate Data when it has no octets.
+pub(super) fn set_write(
+    slot: &mut Slot<'_>,
+    data: ImmData,
     hdr: SegmentHeader,
     total: u32,
     src: Src,
-) -> Job {
-    match imm::of_sqe(&sqe, qp.kernel) {
-        None => Job::message(Kind::Wr, sqe, hdr, total, src),
-        Some(data) if total == 0 => immediate_job(tx, sqe, data),
-        Some(data) => Job::message(Kind::WriteImm(data), sqe, hdr, total, src),
+) {
+    if total == 0 {
+        slot.job.release();
+        set_immediate(slot, data);
+    } else {
+        slot.job.set(Kind::WriteImm(data), hdr, total, src);
     }
 }
 
 /// The Write of a Write with Immediate went to TCP: its Immediate Data
 /// message is the next job (the work request stays the active one, which
-/// is what completes: the job needs no copy of it).
+/// is what completes).
 pub(super) fn follow(qp: &Qp, tx: &mut TxState, data: ImmData) {
     qp.stats.inc(Counter::TxMessages);
-    let job = immediate_job(tx, empty_sqe(), data);
-    tx.set_job(job);
+    set_immediate(&mut tx.slot(), data);
+    tx.begin_job();
 }
 
-/// The Immediate Data message of the work request `sqe`: the next
+/// Makes the job in `slot` the Immediate Data message `data`: the next
 /// message of queue 0.
-fn immediate_job(tx: &mut TxState, sqe: Sqe, data: ImmData) -> Job {
-    let hdr = SegmentHeader::immediate(data.solicited, tx.next_msn(QN_SEND), data.octets());
-    Job::message(Kind::Wr, sqe, hdr, 0, Src::None)
+fn set_immediate(slot: &mut Slot<'_>, data: ImmData) {
+    let hdr = SegmentHeader::immediate(data.solicited, slot.next_msn(QN_SEND), data.octets());
+    slot.job.set(Kind::Wr, hdr, 0, Src::None);
 }

@@ -16,17 +16,15 @@ use crate::wire::{
 };
 
 /// Where a message's payload comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Src {
     /// No payload.
     None,
-    /// The inline data of the work request.
-    Inline([u8; MAX_INLINE]),
-    /// Registered memory: the first `num_sge` SGEs of `Job::sqe` with their
-    /// checked memory references.
-    Sgl {
-        mems: [Option<MemRef>; MAX_SGE],
-        num_sge: usize,
-    },
+    /// The inline data of the work request, in [`Job::inline`].
+    Inline,
+    /// Registered memory: the first `n` SGEs of [`Job::sqe`] with their
+    /// checked memory references in [`Job::mems`].
+    Sgl(usize),
 }
 
 /// The memory of a job entered for one send call (see
@@ -36,37 +34,21 @@ pub(super) struct Entered<'a> {
     inside: [Option<Inside<'a>>; MAX_SGE],
 }
 
-impl Src {
-    /// Registered memory `mem` as the only SGE.
-    pub(super) fn one(mem: MemRef) -> Self {
-        const NONE: Option<MemRef> = None;
-        let mut mems = [NONE; MAX_SGE];
-        mems[0] = Some(mem);
-        Self::Sgl { mems, num_sge: 1 }
-    }
-
-    /// Enters the memory of every SGE for one send call; fails with
-    /// [`MemFault::Stag`] once one of their registrations ended (nothing
-    /// more of the message may be read).
-    pub(super) fn enter(&self) -> core::result::Result<Entered<'_>, MemFault> {
-        let mut entered = Entered {
+impl Entered<'_> {
+    /// No memory entered yet (see [`Job::enter`]).
+    pub(super) const fn new() -> Self {
+        Self {
             inside: [const { None }; MAX_SGE],
-        };
-        if let Self::Sgl { mems, num_sge } = self {
-            for (slot, mem) in entered.inside.iter_mut().zip(mems.iter()).take(*num_sge) {
-                if let Some(mem) = mem {
-                    *slot = Some(mem.enter()?);
-                }
-            }
         }
-        Ok(entered)
     }
+}
 
+impl Src {
     /// Buffers the payload lies in (one for inline data and no payload).
-    pub(super) fn buffers(&self) -> usize {
+    pub(super) fn buffers(self) -> usize {
         match self {
-            Self::Sgl { num_sge, .. } => (*num_sge).max(1),
-            Self::Inline(_) | Self::None => 1,
+            Self::Sgl(n) => n.max(1),
+            Self::Inline | Self::None => 1,
         }
     }
 }
@@ -90,17 +72,30 @@ pub(super) enum Kind {
     Rtr,
 }
 
-/// The message being transmitted.
+/// The message being transmitted. It lives in the [`TxState`] and is
+/// built there in place by the job pickers (a job is a few hundred
+/// octets: a copy of the send queue element, the header, the checked
+/// memory references, the inline data or TERMINATE): only the parts a
+/// kind of message uses are written, the rest keeps what an earlier job
+/// left (see each field).
+///
+/// [`TxState`]: super::TxState
 pub(super) struct Job {
     pub(super) kind: Kind,
-    /// The work request (Sends/Writes/Reads); the SGL of `Src::Sgl`.
+    /// The work request (Sends/Writes/Reads); the SGL of [`Src::Sgl`] (only
+    /// its first SGEs are read then).
     pub(super) sqe: Sqe,
     /// Header of the first segment (later segments adjust MO/TO and L).
     pub(super) hdr: SegmentHeader,
     /// Message length.
     pub(super) total: u32,
     pub(super) src: Src,
-    /// TERMINATE ULPDU (with `Kind::Term`).
+    /// The memory references of [`Src::Sgl`]: all `None` outside a job
+    /// (see [`Job::release`]).
+    pub(super) mems: [Option<MemRef>; MAX_SGE],
+    /// The inline payload of [`Src::Inline`].
+    pub(super) inline: [u8; MAX_INLINE],
+    /// TERMINATE ULPDU (with `Kind::Term`, `None` otherwise).
     pub(super) term: Option<TermMsg>,
 }
 
@@ -119,42 +114,75 @@ pub(super) fn empty_sqe() -> Sqe {
 }
 
 impl Job {
-    /// The TERMINATE `term`.
-    pub(super) fn terminate(term: TermMsg) -> Self {
-        Self {
-            kind: Kind::Term,
-            sqe: empty_sqe(),
-            hdr: SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
-            total: 0,
-            src: Src::None,
-            term: Some(term),
-        }
-    }
-
-    /// The peer-to-peer RTR. siw uses STag 1 ("some HW may treat STag 0
-    /// special"); a zero length Write's STag is not checked by the
-    /// receiver.
-    pub(super) fn rtr() -> Self {
+    /// The slot of a job before the first one.
+    pub(super) fn idle() -> Self {
         Self {
             kind: Kind::Rtr,
             sqe: empty_sqe(),
             hdr: SegmentHeader::write(1, 0, true),
             total: 0,
             src: Src::None,
+            mems: [const { None }; MAX_SGE],
+            inline: [0; MAX_INLINE],
             term: None,
         }
     }
 
-    /// A message of `kind` with no TERMINATE.
-    pub(super) fn message(kind: Kind, sqe: Sqe, hdr: SegmentHeader, total: u32, src: Src) -> Self {
-        Self {
-            kind,
-            sqe,
-            hdr,
-            total,
-            src,
-            term: None,
+    /// Makes this the TERMINATE `term`.
+    pub(super) fn set_terminate(&mut self, term: TermMsg) {
+        self.set(
+            Kind::Term,
+            SegmentHeader::send(Opcode::Send, 0, 0, 0, true),
+            0,
+            Src::None,
+        );
+        self.term = Some(term);
+    }
+
+    /// Makes this the peer-to-peer RTR. siw uses STag 1 ("some HW may treat
+    /// STag 0 special"); a zero length Write's STag is not checked by the
+    /// receiver.
+    pub(super) fn set_rtr(&mut self) {
+        self.set(Kind::Rtr, SegmentHeader::write(1, 0, true), 0, Src::None);
+    }
+
+    /// Makes this a message of `kind` with no TERMINATE; the payload `src`
+    /// is in place already (the SGL in `sqe` and `mems`, or `inline`).
+    pub(super) fn set(&mut self, kind: Kind, hdr: SegmentHeader, total: u32, src: Src) {
+        self.kind = kind;
+        self.hdr = hdr;
+        self.total = total;
+        self.src = src;
+        self.term = None;
+    }
+
+    /// Drops the memory references of the job (it ended, or it was not
+    /// made one): the registrations may go away.
+    pub(super) fn release(&mut self) {
+        if let Src::Sgl(n) = self.src {
+            for mem in self.mems.iter_mut().take(n) {
+                *mem = None;
+            }
         }
+        self.src = Src::None;
+    }
+
+    /// Enters the memory of every SGE for one send call, into `entered`
+    /// (empty, see [`Entered::new`]; filled where it lies, as the payload
+    /// is read through it there); fails with [`MemFault::Stag`] once one of
+    /// their registrations ended (nothing more of the message may be read).
+    pub(super) fn enter<'a>(
+        &'a self,
+        entered: &mut Entered<'a>,
+    ) -> core::result::Result<(), MemFault> {
+        if let Src::Sgl(n) = self.src {
+            for (slot, mem) in entered.inside.iter_mut().zip(self.mems.iter()).take(n) {
+                if let Some(mem) = mem {
+                    *slot = Some(mem.enter()?);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Length of the DDP/RDMAP header (or of the TERMINATE ULPDU).
@@ -179,17 +207,17 @@ impl Job {
     /// octets (less where a buffer or a page ends), read while `entered`
     /// (the job's memory, [`Src::enter`]) lives.
     pub(super) fn payload(&self, entered: &Entered<'_>, off: u32, max: u32) -> Result<&[u8]> {
-        match &self.src {
+        match self.src {
             Src::None => Err(EINVAL),
-            Src::Inline(data) => {
+            Src::Inline => {
                 let start = off as usize;
                 let end = start.checked_add(max as usize).ok_or(EINVAL)?;
-                data.get(start..end).ok_or(EINVAL)
+                self.inline.get(start..end).ok_or(EINVAL)
             }
-            Src::Sgl { mems, num_sge } => {
+            Src::Sgl(n) => {
                 let mut base = 0u32;
-                let sges = self.sqe.sge.iter().zip(mems.iter());
-                for ((sge, mem), inside) in sges.zip(entered.inside.iter()).take(*num_sge) {
+                let sges = self.sqe.sge.iter().zip(self.mems.iter());
+                for ((sge, mem), inside) in sges.zip(entered.inside.iter()).take(n) {
                     let end = base.checked_add(sge.length).ok_or(EINVAL)?;
                     if off < end && sge.length > 0 {
                         let in_sge = off.checked_sub(base).ok_or(EINVAL)?;

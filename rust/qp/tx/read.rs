@@ -9,7 +9,7 @@
 
 use kernel::sync::Arc;
 
-use super::job::{empty_sqe, Job, Kind, Src};
+use super::job::{Job, Kind, Src};
 use super::sq::local_error;
 use super::state::TxState;
 use super::{queue_terminate, Next};
@@ -47,7 +47,7 @@ pub(super) fn request_job(
     } else {
         Sge::default()
     };
-    let mem = match sink_memory(qp, &sink, tx.stags()) {
+    let mem = match sink_memory(qp, &sink, tx.slot().stags) {
         Ok(mem) => mem,
         Err(status) => {
             local_error(qp, idx, &sqe, status);
@@ -79,8 +79,10 @@ pub(super) fn request_job(
         src_stag: sqe.rkey,
         src_to: sqe.raddr,
     };
-    let hdr = SegmentHeader::read_request(tx.next_msn(QN_READ_REQUEST), request);
-    tx.set_job(Job::message(Kind::ReadReq, sqe, hdr, 0, Src::None));
+    let mut slot = tx.slot();
+    let hdr = SegmentHeader::read_request(slot.next_msn(QN_READ_REQUEST), request);
+    slot.job.set(Kind::ReadReq, hdr, 0, Src::None);
+    tx.begin_job();
     Next::Ready
 }
 
@@ -140,10 +142,12 @@ fn into_outbound_reads(qp: &Qp, tx: &mut TxState, idx: u32, read: OutboundRead) 
 #[inline(never)]
 pub(super) fn response_job(qp: &Qp, tx: &mut TxState, read: InboundRead) -> Next {
     let request = read.request;
-    match source_memory(qp, &request, tx.stags()) {
-        Ok((sqe, src)) => {
+    let slot = tx.slot();
+    match source_memory(qp, &request, slot.job, slot.stags) {
+        Ok(src) => {
             let hdr = SegmentHeader::read_response(request.sink_stag, request.sink_to, true);
-            tx.set_job(Job::message(Kind::ReadResp, sqe, hdr, request.size, src));
+            slot.job.set(Kind::ReadResp, hdr, request.size, src);
+            tx.begin_job();
             Next::Ready
         }
         Err(err) => {
@@ -154,18 +158,18 @@ pub(super) fn response_job(qp: &Qp, tx: &mut TxState, read: InboundRead) -> Next
 }
 
 /// The source of a Read Response: the requested memory, checked for
-/// remote read, as the one SGE of a work request. Like siw, the QP's
-/// access flags are not enforced here: rdma_cm leaves them 0 on the
-/// active side of an iWARP connection; the memory's own rights are what
-/// counts.
+/// remote read, put in place in `job` as the one SGE of a work request.
+/// Like siw, the QP's access flags are not enforced here: rdma_cm leaves
+/// them 0 on the active side of an iWARP connection; the memory's own
+/// rights are what counts.
 fn source_memory(
     qp: &Qp,
     request: &ReadRequest,
+    job: &mut Job,
     cache: &mut StagCache,
-) -> core::result::Result<(Sqe, Src), RdmapError> {
-    let mut sqe = empty_sqe();
+) -> core::result::Result<Src, RdmapError> {
     if request.size == 0 {
-        return Ok((sqe, Src::None));
+        return Ok(Src::None);
     }
     let len = u64::from(request.size);
     let need = access::REMOTE_READ;
@@ -179,12 +183,13 @@ fn source_memory(
         need,
     )
     .map_err(MemFault::read_error)?;
-    sqe.sge[0] = Sge {
+    job.sqe.sge[0] = Sge {
         addr: request.src_to,
         length: request.size,
         lkey: request.src_stag,
     };
-    Ok((sqe, Src::one(mem)))
+    job.mems[0] = Some(mem);
+    Ok(Src::Sgl(1))
 }
 
 /// A Read Request that cannot be answered: it leaves the inbound Read queue,

@@ -20,7 +20,7 @@ use crate::kif::{
     rdma::handle::QpEvent,
     siw::{self, Sqe, Status, WqeFlags, MAX_INLINE, MAX_SGE},
 };
-use crate::mem::access::{self, invalidate_wait, resolve, MemRef, StagCache};
+use crate::mem::access::{self, invalidate_wait, resolve, StagCache};
 use crate::mem::MemKind;
 use crate::qp::reads::WrRef;
 use crate::qp::Qp;
@@ -42,28 +42,30 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
         tx.set_sq_next(idx);
         return Next::Idle;
     }
-    let mut sqe = qp.sq.read(idx);
-    sqe.flags = flags;
+    // Copied into the job's slot, where a Send or Write is sent from.
+    let sqe = &mut tx.slot().job.sqe;
+    qp.sq.read_into(idx, flags, sqe);
     match sqe.opcode.get() {
         Ok(siw::Opcode::Send | siw::Opcode::SendRemoteInv | siw::Opcode::Write) => {
-            send_or_write(qp, tx, idx, sqe)
+            send_or_write(qp, tx, idx)
         }
         Ok(op @ (siw::Opcode::Read | siw::Opcode::ReadLocalInv)) => {
+            let sqe = *sqe;
             super::read::request_job(qp, tx, idx, sqe, op)
         }
         Ok(siw::Opcode::InvalStag) => {
-            let ok = invalidate(qp, &sqe);
-            complete_local(qp, idx, &sqe, ok);
+            let ok = invalidate(qp, sqe);
+            complete_local(qp, idx, sqe, ok);
             Next::Again
         }
         Ok(siw::Opcode::RegMr) => {
-            let ok = reg_mr(qp, &sqe);
-            complete_local(qp, idx, &sqe, ok);
+            let ok = reg_mr(qp, sqe);
+            complete_local(qp, idx, sqe, ok);
             Next::Again
         }
         Ok(siw::Opcode::SendWithImm | siw::Opcode::Receive | siw::Opcode::ReadResponse)
         | Err(_) => {
-            local_error(qp, idx, &sqe, Status::LocQpOpErr);
+            local_error(qp, idx, sqe, Status::LocQpOpErr);
             Next::Again
         }
     }
@@ -76,16 +78,20 @@ fn fenced(qp: &Qp) -> bool {
     qp.outbound_reads.lock().fence_waits()
 }
 
-/// A Send or Write: checks its payload, numbers a Send, takes its slot
-/// and makes it the message to transmit (the active work request).
-fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
-    let (src, total) = match source(qp, &sqe, tx.stags()) {
+/// A Send or Write (its element in the job's slot): checks its payload,
+/// numbers a Send, takes its send queue slot `idx` and makes it the
+/// message to transmit (the active work request).
+fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32) -> Next {
+    let mut slot = tx.slot();
+    let (src, total) = match source(qp, slot.job, slot.stags) {
         Ok(payload) => payload,
         Err(status) => {
-            local_error(qp, idx, &sqe, status);
+            slot.job.release();
+            local_error(qp, idx, &slot.job.sqe, status);
             return Next::Again;
         }
     };
+    let sqe = &slot.job.sqe;
     let hdr = if sqe.opcode == siw::Opcode::Write {
         SegmentHeader::write(sqe.rkey, sqe.raddr, true)
     } else {
@@ -98,50 +104,59 @@ fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32, sqe: Sqe) -> Next {
             (true, false) => Opcode::SendInvalidate,
             (true, true) => Opcode::SendSeInvalidate,
         };
-        SegmentHeader::send(opc, sqe.rkey, tx.next_msn(QN_SEND), 0, true)
+        SegmentHeader::send(opc, sqe.rkey, slot.next_msn(QN_SEND), 0, true)
     };
-    if !claim(qp, idx, Some(WrRef::of(&sqe))) {
+    if !claim(qp, idx, Some(WrRef::of(&slot.job.sqe))) {
+        slot.job.release();
         return Next::Again;
     }
+    match super::imm::of_sqe(qp, &slot.job.sqe) {
+        None => slot.job.set(Kind::Wr, hdr, total, src),
+        Some(data) => super::imm::set_write(&mut slot, data, hdr, total, src),
+    }
     tx.set_sq_next(idx.wrapping_add(1));
-    let job = if sqe.opcode == siw::Opcode::Write {
-        super::imm::write_job(qp, tx, sqe, hdr, total, src)
-    } else {
-        Job::message(Kind::Wr, sqe, hdr, total, src)
-    };
-    tx.set_job(job);
+    tx.begin_job();
     Next::Ready
 }
 
-/// The payload of a Send or Write: its inline data or its checked SGL,
-/// and its length; else the completion status of the failure.
-fn source(qp: &Qp, sqe: &Sqe, cache: &mut StagCache) -> core::result::Result<(Src, u32), Status> {
-    if !sqe.flags.contains(WqeFlags::INLINE) {
-        return resolve_sgl(qp, sqe, 0, cache);
+/// The payload of the Send or Write in `job`'s element: its inline data
+/// or its checked SGL, put in place in `job`, and its length; else the
+/// completion status of the failure (`job` may then hold some of the
+/// SGL's references, see [`Job::release`]).
+fn source(
+    qp: &Qp,
+    job: &mut Job,
+    cache: &mut StagCache,
+) -> core::result::Result<(Src, u32), Status> {
+    if !job.sqe.flags.contains(WqeFlags::INLINE) {
+        return resolve_sgl(qp, job, 0, cache);
     }
-    let len = sqe.sge[0].length;
+    let len = job.sqe.sge[0].length;
     if len as usize > MAX_INLINE {
         return Err(Status::LocLenErr);
     }
-    Ok((Src::Inline(sqe.inline_data()), len))
+    job.inline = job.sqe.inline_data();
+    Ok((Src::Inline, len))
 }
 
-/// Resolves and checks the local SGL of a work request (`need`: access
-/// rights needed on the memory). Returns the source and the total length.
+/// Resolves and checks the local SGL of the work request in `job`
+/// (`need`: access rights needed on the memory) into `job`'s memory
+/// references. Returns the source and the total length.
 fn resolve_sgl(
     qp: &Qp,
-    sqe: &Sqe,
+    job: &mut Job,
     need: u32,
     cache: &mut StagCache,
 ) -> core::result::Result<(Src, u32), Status> {
-    let num_sge = usize::from(sqe.num_sge);
+    let num_sge = usize::from(job.sqe.num_sge);
     if num_sge > MAX_SGE || num_sge > qp.caps.sq_max_sge.max(1) as usize {
         return Err(Status::LocQpOpErr);
     }
-    const NONE: Option<MemRef> = None;
-    let mut mems = [NONE; MAX_SGE];
+    // From here on `release` drops what was resolved, also on an error.
+    job.src = Src::Sgl(num_sge);
     let mut total = 0u32;
-    for (index, sge) in sqe.sge.iter().take(num_sge).enumerate() {
+    let sges = job.sqe.sge.iter().zip(job.mems.iter_mut());
+    for (sge, slot) in sges.take(num_sge) {
         total = total.checked_add(sge.length).ok_or(Status::LocLenErr)?;
         if sge.length == 0 {
             continue;
@@ -149,11 +164,9 @@ fn resolve_sgl(
         let len = u64::from(sge.length);
         let mem = resolve(&qp.mem_xa, cache, sge.lkey, qp.pd_id, sge.addr, len, need)
             .map_err(Status::from)?;
-        if let Some(slot) = mems.get_mut(index) {
-            *slot = Some(mem);
-        }
+        *slot = Some(mem);
     }
-    Ok((Src::Sgl { mems, num_sge }, total))
+    Ok((Src::Sgl(num_sge), total))
 }
 
 /// Local Invalidate of the STag in `rkey`; `false` when it names no

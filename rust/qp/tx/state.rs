@@ -26,7 +26,10 @@ pub(crate) struct TxState {
     pos: TxPos,
     /// Last MSN sent per untagged queue (the first message carries 1).
     msn: [u32; 3],
-    job: Option<Job>,
+    /// The message in transmission while `live`, built in place (see
+    /// [`TxState::slot`]).
+    job: Job,
+    live: bool,
     /// FPDU sizes and markers/CRC of the connection, from [`start`](Self::start).
     limits: TxLimits,
     /// The peer-to-peer RTR is still to be sent (before any work request).
@@ -77,7 +80,8 @@ impl TxState {
         Self {
             pos: TxPos::new(0),
             msn: [0; 3],
-            job: None,
+            job: Job::idle(),
+            live: false,
             limits: TxLimits::default(),
             rtr: false,
             sq_next: None,
@@ -105,7 +109,8 @@ impl TxState {
         self.conn = Some(conn);
         self.pos = TxPos::new(0);
         self.msn = [0; 3];
-        self.job = None;
+        self.job.release();
+        self.live = false;
         self.sq_next = None;
         self.corked = false;
         self.max_payload = MaxPayload::default();
@@ -135,28 +140,42 @@ impl TxState {
 
     /// What the message in transmission is.
     pub(super) fn job_kind(&self) -> Option<Kind> {
-        self.job.as_ref().map(|job| job.kind)
+        self.live.then_some(self.job.kind)
     }
 
     /// Length of the message in transmission.
     pub(super) fn job_total(&self) -> Option<u32> {
-        self.job.as_ref().map(|job| job.total)
+        self.live.then_some(self.job.total)
     }
 
-    /// Makes `job` the message in transmission, from its first octet.
-    pub(super) fn set_job(&mut self, job: Job) {
-        self.pos.begin(job.total);
-        self.job = Some(job);
+    /// The job's slot with what a job picker needs besides it, while no
+    /// message is in transmission; the picker builds the job there and
+    /// starts it with [`begin_job`](Self::begin_job), or gives up and
+    /// leaves it with [`Job::release`].
+    pub(super) fn slot(&mut self) -> Slot<'_> {
+        debug_assert!(!self.live);
+        Slot {
+            job: &mut self.job,
+            stags: &mut self.stags,
+            msn: &mut self.msn,
+        }
+    }
+
+    /// Makes the job built in [`slot`](Self::slot) the message in
+    /// transmission, from its first octet.
+    pub(super) fn begin_job(&mut self) {
+        self.pos.begin(self.job.total);
+        self.live = true;
     }
 
     /// Ends the message in transmission (sent, failed or abandoned);
     /// returns what it was and its length.
     pub(super) fn end_job(&mut self) -> Option<(Kind, u32)> {
-        let ended = self.job.as_ref().map(|job| (job.kind, job.total));
-        // Dropped in place, not moved out first: a job is a few hundred
-        // octets.
-        self.job = None;
-        ended
+        if !core::mem::take(&mut self.live) {
+            return None;
+        }
+        self.job.release();
+        Some((self.job.kind, self.job.total))
     }
 
     /// In the Terminate state: abandons the message in transmission unless
@@ -164,7 +183,7 @@ impl TxState {
     /// is flushed when the QP goes to error).
     pub(super) fn abandon_for_terminate(&mut self) {
         if self.pos.between_batches() && self.job_kind() != Some(Kind::Term) {
-            self.job = None;
+            let _ = self.end_job();
         }
     }
 
@@ -199,20 +218,6 @@ impl TxState {
         self.sq_next = Some(idx);
     }
 
-    /// The MSN of the next message on untagged queue `qn`.
-    pub(super) fn next_msn(&mut self, qn: u32) -> u32 {
-        let Some(msn) = self.msn.get_mut(qn as usize) else {
-            return 0;
-        };
-        *msn = msn.wrapping_add(1);
-        *msn
-    }
-
-    /// The cache of the last STag looked up for transmission.
-    pub(super) fn stags(&mut self) -> &mut StagCache {
-        &mut self.stags
-    }
-
     /// Pushes what TCP holds back after a message sent with `MSG_MORE`
     /// (the transmit function stops without sending the message that was
     /// to follow).
@@ -230,9 +235,10 @@ impl TxState {
         let Some(conn) = self.conn.as_deref() else {
             return Err(crate::kif::compat::error::enotconn());
         };
-        let Some(job) = self.job.as_ref() else {
+        if !self.live {
             return Ok(None);
-        };
+        }
+        let job = &self.job;
         Ok(Some(Emission {
             conn,
             job,
@@ -243,6 +249,28 @@ impl TxState {
             max_payload: &mut self.max_payload,
             scratch: &mut self.scratch,
         }))
+    }
+}
+
+/// A job picker's view of the [`TxState`] (see [`TxState::slot`]): the
+/// job's slot, the STag cache and the MSNs.
+pub(super) struct Slot<'a> {
+    /// The job, built here in place.
+    pub(super) job: &'a mut Job,
+    /// The cache of the last STag looked up for transmission.
+    pub(super) stags: &'a mut StagCache,
+    /// Last MSN sent per untagged queue.
+    msn: &'a mut [u32; 3],
+}
+
+impl Slot<'_> {
+    /// The MSN of the next message on untagged queue `qn`.
+    pub(super) fn next_msn(&mut self, qn: u32) -> u32 {
+        let Some(msn) = self.msn.get_mut(qn as usize) else {
+            return 0;
+        };
+        *msn = msn.wrapping_add(1);
+        *msn
     }
 }
 
