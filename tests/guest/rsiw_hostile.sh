@@ -392,6 +392,18 @@ for s in "${REST[@]}"; do
 		kmsg_mark
 		out=$(scenario "$s" 2>&1)
 		rc=$?
+		# responder_grace times 30 ms from the moment the peer read the
+		# Reply: a peer process the loaded host deschedules for longer
+		# reads the Send with it though rsiw held it. Three tries; a
+		# responder without the grace fails every one.
+		tries=1
+		while [ "$s" = responder_grace ] && [ $rc = 1 ] && [ $tries -lt 3 ] &&
+			grep -q 'sent within 30 ms of its Reply' <<<"$out"; do
+			echo "# try $tries: $(grep -m1 'sent within' <<<"$out")"
+			tries=$((tries + 1))
+			out=$(scenario "$s" 2>&1)
+			rc=$?
+		done
 		if ! kmsg_check || [ $rc = 2 ]; then
 			echo "$out" | tail -n 5 | sed 's/^/# /'
 			ktap_test_fail "hostile: $s"
