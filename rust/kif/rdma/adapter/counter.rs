@@ -33,6 +33,9 @@ impl<T: Driver> Adapter<T> {
     pub(super) unsafe extern "C" fn counter_bind_qp(
         counter: *mut bindings::rdma_counter,
         qp: *mut bindings::ib_qp,
+        // (the parameter the kernels differ in, see kif/compat/mod.rs: the
+        // port, always 1 here)
+        #[cfg(not(kif_kernel = "6.12"))] _port: u32,
     ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: a live QP whose slot `create_qp` wrote, of one of
@@ -63,6 +66,8 @@ impl<T: Driver> Adapter<T> {
     /// `destroy_qp`).
     pub(super) unsafe extern "C" fn counter_unbind_qp(
         qp: *mut bindings::ib_qp,
+        // (as in `counter_bind_qp`)
+        #[cfg(not(kif_kernel = "6.12"))] _port: u32,
     ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: a live QP (the contract) of one of `T`'s devices,
