@@ -161,6 +161,15 @@ impl<T: Driver> Adapter<T> {
             size_ib_qp: size_of::<Obj<bindings::ib_qp, QpSlot<T>>>(),
             size_ib_cq: size_of::<Obj<bindings::ib_cq, CqSlot<T>>>(),
             size_ib_srq: size_of::<Obj<bindings::ib_srq, SrqSlot<T>>>(),
+            // (7.3's core allocates counters by the driver's size, 6.12's
+            // by its own; the field the kernels differ in, see
+            // kif/compat/mod.rs)
+            #[cfg(not(kif_kernel = "6.12"))]
+            size_rdma_counter: if counters {
+                size_of::<bindings::rdma_counter>()
+            } else {
+                0
+            },
             // SAFETY: the other fields are operations `T` does not have,
             // whose `None` is all zero, and plain integers and flags, for
             // which zero is the core's default (as in a table of C with
