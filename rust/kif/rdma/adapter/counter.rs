@@ -23,6 +23,16 @@ impl<T: Driver> Adapter<T> {
         T::COUNTER_STATS.min(T::STATS.len())
     }
 
+    /// `counter_init` (7.3; the field the kernels differ in, see
+    /// kif/compat/mod.rs): the core's counter needs nothing of the
+    /// driver's, whose binding state lives in the QP.
+    ///
+    /// # Safety
+    ///
+    /// See the module.
+    #[cfg(not(kif_kernel = "6.12"))]
+    pub(super) unsafe extern "C" fn counter_init(_counter: *mut bindings::rdma_counter) {}
+
     /// `counter_bind_qp`: binds `qp` (the core holds the counter's lock)
     /// and records the binding in `qp->counter`, as the core expects of
     /// the driver.

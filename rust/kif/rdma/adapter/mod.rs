@@ -156,6 +156,9 @@ impl<T: Driver> Adapter<T> {
             counter_dealloc: op!(counters, Self::counter_dealloc),
             counter_alloc_stats: op!(counters, Self::counter_alloc_stats),
             counter_update_stats: op!(counters, Self::counter_update_stats),
+            // (7.3's core calls it for every counter it allocates)
+            #[cfg(not(kif_kernel = "6.12"))]
+            counter_init: op!(counters, Self::counter_init),
             size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),
             size_ib_pd: size_of::<Obj<bindings::ib_pd, T::Pd>>(),
             size_ib_qp: size_of::<Obj<bindings::ib_qp, QpSlot<T>>>(),
