@@ -3,6 +3,8 @@
 # rsiw top-level Makefile.  Kbuild reads ./Kbuild; this file is for people.
 #
 #   make          build (or reuse) the guest kernel, then rsiw.ko here
+#                 (RSIW_KERNEL=7.3 make / make clippy: for the 7.3 kernel;
+#                 README: Kernels)
 #   make demo     boot two guests, rsiw in one and upstream siw in the other, run traffic both ways
 #   make check    the whole test suite (host + guest), ends in "N passed, N failed"
 #   make debug-check  the guest tests on the debug kernel only (KASAN, lockdep,

@@ -37,6 +37,9 @@ void rsiw_drop_after_gp(struct workqueue_struct *wq, void *obj,
 void rsiw_drain_drops(struct workqueue_struct *wq);
 unsigned long rsiw_xa_lock(struct xarray *xa);
 void rsiw_xa_unlock(struct xarray *xa, unsigned long flags);
+struct ib_device *rsiw_ib_alloc_device(size_t size);
+struct ib_umem *rsiw_umem_get(struct ib_device *dev, u64 addr, size_t size,
+			      int access);
 size_t rsiw_umem_page_addrs(struct ib_umem *umem, void **addrs, size_t max);
 u64 __percpu *rsiw_counters_alloc(unsigned int n);
 void rsiw_counters_free(u64 __percpu *c);

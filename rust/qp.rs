@@ -398,7 +398,7 @@ impl Qp {
             opcode: Opcode::Receive.into(),
             status,
             bytes,
-            imm_or_inval: inval.unwrap_or(0) as u64,
+            imm_or_inval: u64::from(inval.unwrap_or(0)),
             qp: self.cqe_qp(),
         };
         cq.push(&c, rqe.flags)
@@ -430,7 +430,7 @@ impl Qp {
         if self.kernel {
             self.handle.token()
         } else {
-            self.id() as u64
+            u64::from(self.id())
         }
     }
 

@@ -29,6 +29,8 @@
 #![recursion_limit = "256"]
 
 use kernel::prelude::*;
+// (`module!` with the same keys on every supported kernel)
+use kif::compat::module;
 
 mod base;
 mod cm;
@@ -45,7 +47,7 @@ pub mod wire;
 module! {
     type: RsiwModule,
     name: "rsiw",
-    author: "rsiw developers",
+    authors: ["rsiw developers"],
     description: "Software iWARP RDMA device (RFC 5040, 5041, 5044, 6581)",
     license: "GPL",
     alias: ["rdma-link-rsiw"],

@@ -165,8 +165,8 @@ impl Phase {
         // rather than 0 (upstream siw offers 0, which breaks RDMA Read).
         let (ird, ord) = match peer.ird_ord {
             Some(io) => (
-                (io.ord as u32).min(limits::MAX_IRD),
-                (io.ird as u32).min(limits::MAX_ORD),
+                u32::from(io.ord).min(limits::MAX_IRD),
+                u32::from(io.ird).min(limits::MAX_ORD),
             ),
             None => (limits::MAX_IRD, limits::MAX_ORD),
         };

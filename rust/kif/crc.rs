@@ -8,9 +8,7 @@
 //! significant octet first (`crate::wire::crc::crc_to_wire`), as upstream siw
 //! sends it.
 
-use kernel::bindings;
-
-use crate::wire::crc::Crc32c;
+use crate::{kif::compat::moved::crc32c, wire::crc::Crc32c};
 
 /// An incremental CRC32C computed by the kernel's `crc32c()`.
 #[derive(Clone, Copy, Debug)]
@@ -42,8 +40,7 @@ impl Crc32c for KernelCrc32c {
         for chunk in data.chunks(1 << 30) {
             // SAFETY: `chunk` is a valid, initialised slice for the call;
             // `crc32c()` only reads `length` octets from `address`.
-            self.reg =
-                unsafe { bindings::crc32c(self.reg, chunk.as_ptr().cast(), chunk.len() as u32) };
+            self.reg = unsafe { crc32c(self.reg, chunk.as_ptr().cast(), chunk.len()) };
         }
     }
 

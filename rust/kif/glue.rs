@@ -56,6 +56,13 @@ extern "C" {
     ) -> kernel::ffi::c_int;
     pub(in crate::kif) fn rsiw_xa_lock(xa: *mut bindings::xarray) -> usize;
     pub(in crate::kif) fn rsiw_xa_unlock(xa: *mut bindings::xarray, flags: usize);
+    pub(in crate::kif) fn rsiw_ib_alloc_device(size: usize) -> *mut bindings::ib_device;
+    pub(in crate::kif) fn rsiw_umem_get(
+        dev: *mut bindings::ib_device,
+        addr: u64,
+        size: usize,
+        access: kernel::ffi::c_int,
+    ) -> *mut bindings::ib_umem;
     pub(in crate::kif) fn rsiw_umem_page_addrs(
         umem: *mut bindings::ib_umem,
         addrs: *mut *mut kernel::ffi::c_void,
@@ -135,8 +142,6 @@ extern "C" {
     pub(in crate::kif) fn rsiw_alloc_wq() -> *mut bindings::workqueue_struct;
     pub(in crate::kif) fn rsiw_alloc_drop_wq() -> *mut bindings::workqueue_struct;
     pub(in crate::kif) fn rsiw_next_cpu() -> kernel::ffi::c_int;
-    pub(in crate::kif) fn rsiw_rcu_read_lock();
-    pub(in crate::kif) fn rsiw_rcu_read_unlock();
     pub(in crate::kif) fn rsiw_drop_after_gp(
         wq: *mut bindings::workqueue_struct,
         obj: *mut kernel::ffi::c_void,

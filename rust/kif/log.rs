@@ -22,18 +22,13 @@ pub fn qp_warn(qp: &QpHandle, args: fmt::Arguments<'_>) {
     // SAFETY: `dev` is null or a live device (it outlives its QPs);
     // `args` lives until the call returns, and `%pA` reads it as the
     // `fmt::Arguments` it is.
-    unsafe { glue::rsiw_warn_peer(dev, (&args as *const fmt::Arguments<'_>).cast()) };
+    unsafe { glue::rsiw_warn_peer(dev, core::ptr::from_ref(&args).cast()) };
 }
 
 /// Logs `args` where no device is at hand (the MPA exchange).
 pub fn peer_warn(args: fmt::Arguments<'_>) {
     // SAFETY: as in `qp_warn`, with no device.
-    unsafe {
-        glue::rsiw_warn_peer(
-            core::ptr::null(),
-            (&args as *const fmt::Arguments<'_>).cast(),
-        )
-    };
+    unsafe { glue::rsiw_warn_peer(core::ptr::null(), core::ptr::from_ref(&args).cast()) };
 }
 
 /// A rate-limited warning about a QP's device: `qp_warn!(qp.handle,

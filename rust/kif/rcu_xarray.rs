@@ -86,7 +86,7 @@ impl<T: Send + Sync> RcuXArray<T> {
     pub fn get(&self, id: u32) -> Option<Arc<T>> {
         let _rcu = rcu::read_lock();
         // SAFETY: the xarray is initialised.
-        let p = unsafe { bindings::xa_load(self.xa.as_raw(), id as _) };
+        let p = unsafe { bindings::xa_load(self.xa.as_raw(), id as kernel::ffi::c_ulong) };
         // SAFETY: inside the RCU read section the entry found stays alive
         // (type invariant), so we can take our own reference.
         (!p.is_null()).then(|| Arc::from(unsafe { ArcBorrow::from_raw(p.cast::<T>()) }))
@@ -103,7 +103,8 @@ impl<T: Send + Sync> RcuXArray<T> {
             cache.ptr as *const T
         } else {
             // SAFETY: the xarray is initialised.
-            let p = unsafe { bindings::xa_load(self.xa.as_raw(), id as _) }.cast::<T>();
+            let p = unsafe { bindings::xa_load(self.xa.as_raw(), id as kernel::ffi::c_ulong) }
+                .cast::<T>();
             *cache = LookupCache {
                 xa: me,
                 id,

@@ -4,6 +4,7 @@
  * helpers that bindgen cannot call.  All logic lives in Rust.
  */
 #include <linux/moduleparam.h>
+#include <linux/version.h>
 #include <linux/mutex.h>
 #include <linux/sysfs.h>
 #include <linux/netdevice.h>
@@ -20,6 +21,45 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "../../include/rsiw_glue.h"
+
+/*
+ * Kernel versions: the C side of rust/kif/compat/mod.rs. Every difference
+ * between the supported kernels (6.12, 7.3) that the glue meets is decided
+ * here, by LINUX_VERSION_CODE, and named below; no function tests the
+ * version itself. A test names the version that brought the change where
+ * it is known, else the first supported kernel that has it (7.3).
+ *
+ * RSIW_WQ_PERCPU: a per-CPU workqueue says so (WQ_PERCPU, since 6.17; 7.3
+ * warns once about a queue that names neither WQ_PERCPU nor WQ_UNBOUND
+ * and makes it per-CPU, which it was before).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define RSIW_WQ_PERCPU WQ_PERCPU
+#else
+#define RSIW_WQ_PERCPU 0
+#endif
+
+/*
+ * RSIW_UMEM_GET: pinning user memory at a user address, ib_umem_get() in
+ * 6.12, ib_umem_get_va() in 7.3 (whose ib_umem_get_*() also take buffer
+ * descriptors and attributes).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 3, 0)
+#define RSIW_UMEM_GET ib_umem_get_va
+#else
+#define RSIW_UMEM_GET ib_umem_get
+#endif
+
+/*
+ * RSIW_IB_ALLOC_DEVICE: allocating an ib_device, which in 7.3 belongs to a
+ * network namespace from the start (as ib_alloc_device() does: the initial
+ * one, as in 6.12).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 3, 0)
+#define RSIW_IB_ALLOC_DEVICE(size) _ib_alloc_device(size, &init_net)
+#else
+#define RSIW_IB_ALLOC_DEVICE(size) _ib_alloc_device(size)
+#endif
 
 static bool mpa_crc_required;
 module_param(mpa_crc_required, bool, 0644);
@@ -319,6 +359,19 @@ void rsiw_xa_unlock(struct xarray *xa, unsigned long flags)
 #ifdef CONFIG_HIGHMEM
 #error "rsiw maps pinned pages through the direct map: no highmem"
 #endif
+
+/* A zeroed ib_device of @size bytes (see RSIW_IB_ALLOC_DEVICE above). */
+struct ib_device *rsiw_ib_alloc_device(size_t size)
+{
+	return RSIW_IB_ALLOC_DEVICE(size);
+}
+
+/* Pins user memory (RSIW_UMEM_GET: see the kernel versions above). */
+struct ib_umem *rsiw_umem_get(struct ib_device *dev, u64 addr, size_t size,
+			      int access)
+{
+	return RSIW_UMEM_GET(dev, addr, size, access);
+}
 
 /*
  * The kernel addresses of the pinned pages (the direct map: rsiw needs a
@@ -698,7 +751,7 @@ int rsiw_sock_recv(struct socket *s, void *buf, size_t len)
 
 struct workqueue_struct *rsiw_alloc_wq(void)
 {
-	return alloc_workqueue("rsiw", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	return alloc_workqueue("rsiw", WQ_MEM_RECLAIM | WQ_HIGHPRI | RSIW_WQ_PERCPU, 0);
 }
 
 /*
@@ -717,7 +770,7 @@ int rsiw_next_cpu(void)
 
 struct workqueue_struct *rsiw_alloc_drop_wq(void)
 {
-	return alloc_workqueue("rsiw_drop", 0, 0);
+	return alloc_workqueue("rsiw_drop", RSIW_WQ_PERCPU, 0);
 }
 
 u32 rsiw_sock_mss(struct socket *s)

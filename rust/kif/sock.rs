@@ -305,7 +305,7 @@ impl Socket {
     pub fn bind(&self, addr: &SockAddr) -> Result {
         // SAFETY: live socket; `addr` is a valid sockaddr of `len` octets.
         kernel::error::to_result(unsafe {
-            bindings::kernel_bind(self.ptr.as_ptr(), addr.as_ptr(), addr.len())
+            bindings::kernel_bind(self.ptr.as_ptr(), addr.as_ptr().cast(), addr.len())
         })
     }
 
@@ -365,7 +365,7 @@ impl Socket {
     pub fn connect(&self, addr: &SockAddr) -> Result {
         // SAFETY: live socket; valid address.
         kernel::error::to_result(unsafe {
-            bindings::kernel_connect(self.ptr.as_ptr(), addr.as_ptr(), addr.len(), 0)
+            bindings::kernel_connect(self.ptr.as_ptr(), addr.as_ptr().cast(), addr.len(), 0)
         })
     }
 

@@ -97,9 +97,10 @@ fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
             iova,
             length,
         } => {
-            sqe.raddr = crate::kif::rdma::with_mr::<RsiwDriver, _>(mr, |m| m.mem.index() as u64);
+            sqe.raddr =
+                crate::kif::rdma::with_mr::<RsiwDriver, _>(mr, |m| u64::from(m.mem.index()));
             sqe.rkey = key;
-            sqe.access = (acc & access::IWARP_MASK) as u64;
+            sqe.access = u64::from(acc & access::IWARP_MASK);
             // The region as the request sees it (see `tx::sq::reg_mr`). In
             // `siw_sqe`, `access` shares its union with sge[0]: the values
             // go into sge[1].

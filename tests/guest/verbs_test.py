@@ -274,6 +274,7 @@ class Alarm:
 
 class T:
     dev = None
+    upstream = False
     ctx = None
     pd = None
     attr = None
@@ -750,10 +751,15 @@ def t_mr_bad():
         expect_err(errno.EINVAL, MR, T.pd, 0, LW, address=buf.addr)
         # 2^36 bytes from a 4 KiB mapping: pinning hits unmapped memory.
         expect_err(errno.EFAULT, MR, T.pd, 1 << 36, LW, address=buf.addr)
-        # More than 2^32 pages: refused by ib_umem_get.
-        expect_err(errno.EINVAL, MR, T.pd, 1 << 45, LW, address=buf.addr)
-        # address + length wraps.
-        expect_err(errno.EINVAL, MR, T.pd, (1 << 64) - 4096, LW, address=buf.addr)
+        # Not asked of upstream siw: the 7.3 one allocates its page list
+        # for the whole length before anything refuses it (a page
+        # allocator WARNING in the kernel log, then ENOMEM), which the 6.12
+        # one did not.
+        if not T.upstream:
+            # More than 2^32 pages: refused by ib_umem_get.
+            expect_err(errno.EINVAL, MR, T.pd, 1 << 45, LW, address=buf.addr)
+            # address + length wraps.
+            expect_err(errno.EINVAL, MR, T.pd, (1 << 64) - 4096, LW, address=buf.addr)
         expect_err(errno.EOPNOTSUPP, MR, T.pd, 4096, LW | e.IBV_ACCESS_ON_DEMAND,
                    address=buf.addr)
     finally:
@@ -878,6 +884,7 @@ def main():
     ap.add_argument('--leak-child', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args()
     T.dev = args.dev
+    T.upstream = args.upstream
     if args.leak_child:
         leak_child(args.dev)
     tests = [t for t in TESTS if not args.k or args.k in t[0]]

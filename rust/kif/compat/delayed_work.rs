@@ -14,7 +14,8 @@
 //! pending run) and is listed for module unload, which is why its
 //! `delayed_work` lives in the C glue.
 //!
-//! Drop when the minimum kernel's `DelayedWork` can be cancelled.
+//! No supported kernel makes it unnecessary yet: `DelayedWork` (since
+//! 6.17) cannot be cancelled up to 7.3.
 
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{prelude::*, sync::Arc};
@@ -38,6 +39,11 @@ pub struct Timeout<T: Expire> {
     d: NonNull<kernel::ffi::c_void>,
     _p: PhantomData<T>,
 }
+
+// A `Timeout` holds no `T`, only a reference to one, so it may move even
+// where `T` may not (a `Mutex` guard hands out `&mut` only to `Unpin` data
+// in 7.3).
+impl<T: Expire> Unpin for Timeout<T> {}
 
 // SAFETY: the delayed work may be scheduled and cancelled from any thread.
 unsafe impl<T: Expire> Send for Timeout<T> {}

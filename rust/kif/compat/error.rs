@@ -5,7 +5,8 @@
 //! the `kernel` crate an [`Error`] cannot be built in a constant, so these
 //! are functions.
 //!
-//! Drop each when the minimum kernel's `kernel::error::code` has it.
+//! Unnecessary from 7.3 on (its `kernel::error::code` has all of them;
+//! 6.12's none): there `mod.rs` picks `upstream/error.rs`.
 
 use kernel::{bindings, error::Error};
 

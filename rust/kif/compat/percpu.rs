@@ -9,7 +9,8 @@
 //! rsiw needs only an array of counters, added to in any context and
 //! summed by readers, so [`PerCpuCounters`] has just that.
 //!
-//! Drop when the minimum kernel has `kernel::percpu`.
+//! No supported kernel makes it unnecessary yet: up to 7.3 the `kernel`
+//! crate has no per-CPU data.
 
 use core::ptr::NonNull;
 use kernel::prelude::*;

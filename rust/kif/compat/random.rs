@@ -3,7 +3,8 @@
 //! Random numbers from the kernel's CRNG (`get_random_bytes`); the 6.12
 //! `kernel` crate has no interface to it.
 //!
-//! Drop when the minimum kernel's crate has one.
+//! No supported kernel makes it unnecessary yet: up to 7.3 the `kernel`
+//! crate has no interface to the CRNG.
 
 /// A random 32-bit number.
 pub fn random_u32() -> u32 {

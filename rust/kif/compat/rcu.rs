@@ -5,11 +5,17 @@
 //! section when dropped. `rcu_read_lock` is a static inline function, so
 //! both ends go through the C glue.
 //!
-//! Drop when the minimum kernel has `kernel::sync::rcu`.
+//! Unnecessary from 7.3 on (its crate has `kernel::sync::rcu`; 6.12's
+//! has not): there `mod.rs` picks `upstream/rcu.rs`.
 
 use core::marker::PhantomData;
 
-use crate::kif::glue;
+// The glue's out-of-line `rcu_read_lock` and `rcu_read_unlock`, which only
+// this module calls (so they are declared here, not in kif's `glue`).
+extern "C" {
+    fn rsiw_rcu_read_lock();
+    fn rsiw_rcu_read_unlock();
+}
 
 /// An RCU read-side critical section; it ends when the guard is dropped.
 ///
@@ -24,7 +30,7 @@ impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: the type invariant: the section entered in `read_lock`.
-        unsafe { glue::rsiw_rcu_read_unlock() };
+        unsafe { rsiw_rcu_read_unlock() };
     }
 }
 
@@ -32,7 +38,7 @@ impl Drop for Guard {
 #[inline]
 pub fn read_lock() -> Guard {
     // SAFETY: entering a read-side section is allowed in any context.
-    unsafe { glue::rsiw_rcu_read_lock() };
+    unsafe { rsiw_rcu_read_lock() };
     // INVARIANT: the section was entered just above.
     Guard(PhantomData)
 }

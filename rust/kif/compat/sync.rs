@@ -12,7 +12,8 @@
 //! code that already runs with interrupts off take the lock without
 //! touching them.
 //!
-//! Drop when the minimum kernel has `kernel::sync::SpinLockIrq`.
+//! Unnecessary from 7.3 on, whose crate has `kernel::sync::SpinLockIrq`:
+//! there `mod.rs` picks `upstream/sync.rs`.
 
 use kernel::{
     bindings,

@@ -11,7 +11,9 @@
 //! (`queue_rcu_work`); this module adds those for rsiw's queues, and uses
 //! `Queue` and its work item traits for the rest.
 //!
-//! Drop each part when the minimum kernel's `kernel::workqueue` has it.
+//! No supported kernel makes it unnecessary yet: up to 7.3
+//! `kernel::workqueue` allocates no queue and queues neither on a given
+//! CPU nor after a grace period.
 
 use core::{
     ptr::{self, NonNull},

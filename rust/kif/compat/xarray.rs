@@ -12,8 +12,8 @@
 //! from 1, cyclically or from a random start ([`XArray::alloc_cyclic`],
 //! [`XArray::alloc_random`]; upstream stores at a given index).
 //!
-//! Drop when the minimum kernel has `kernel::xarray` with allocation and
-//! an irq-safe lock.
+//! No supported kernel makes it unnecessary yet: `kernel::xarray` (since
+//! 6.16) has, up to 7.3, neither ID allocation nor an irq-safe lock.
 
 use core::{cell::UnsafeCell, marker::PhantomData};
 use kernel::{
@@ -143,7 +143,7 @@ impl<T: Send + Sync> Guard<'_, T> {
     /// The object with ID `id`, borrowed for as long as the lock is held.
     pub fn get(&self, id: u32) -> Option<ArcBorrow<'_, T>> {
         // SAFETY: the xarray is initialised and locked (type invariants).
-        let p = unsafe { bindings::xa_load(self.xa.xa.get(), id as _) };
+        let p = unsafe { bindings::xa_load(self.xa.xa.get(), id as kernel::ffi::c_ulong) };
         // SAFETY: a non-null entry came from `Arc::into_raw` and stays in
         // the xarray, keeping the object alive, while the lock is held,
         // which outlives the borrow.
@@ -153,7 +153,7 @@ impl<T: Send + Sync> Guard<'_, T> {
     /// Removes and returns the object with ID `id`.
     pub fn remove(&mut self, id: u32) -> Option<Arc<T>> {
         // SAFETY: the xarray is initialised and locked (type invariants).
-        let p = unsafe { bindings::__xa_erase(self.xa.xa.get(), id as _) };
+        let p = unsafe { bindings::__xa_erase(self.xa.xa.get(), id as kernel::ffi::c_ulong) };
         // SAFETY: a non-null entry came from `Arc::into_raw`; its reference
         // left the xarray with it and is ours now. No borrow from `get`
         // outlives the `&mut self`.

@@ -94,7 +94,10 @@ impl DeviceCaps {
     /// Fills the core's `ib_device_attr` (values past `i32::MAX` are
     /// clamped to it).
     pub(super) fn write_to(&self, a: &mut bindings::ib_device_attr) {
-        let clamp = |v: u32| v.min(i32::MAX as u32) as i32;
+        // (the limits are `int` in 6.12, `u32` in 7.3)
+        fn clamp<U: TryFrom<u32> + Default>(v: u32) -> U {
+            U::try_from(v.min(i32::MAX as u32)).unwrap_or_default()
+        }
         // SAFETY: all-zero is a valid `ib_device_attr` (plain integers).
         *a = unsafe { core::mem::zeroed() };
         a.vendor_id = self.vendor_id;
@@ -120,7 +123,7 @@ impl DeviceCaps {
         a.max_fast_reg_page_list_len = self.max_fast_reg_page_list_len;
         if self.mem_mgt_extensions {
             a.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
-            a.kernel_cap_flags = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+            a.kernel_cap_flags = u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
         }
     }
 }

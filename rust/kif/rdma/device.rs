@@ -5,17 +5,11 @@
 //! [`RegisteredDevice`], a registered device held through an [`ARef`].
 
 use core::{any::TypeId, marker::PhantomData, mem::size_of, ops::Deref, ptr::NonNull};
-use kernel::{
-    bindings,
-    error::to_result,
-    prelude::*,
-    str::CStr,
-    types::{ARef, AlwaysRefCounted, Opaque},
-    ThisModule,
-};
+use kernel::{bindings, error::to_result, prelude::*, str::CStr, types::Opaque, ThisModule};
 
 use super::{adapter::Adapter, registry::Registry, Driver};
 use crate::kif::{
+    compat::moved::{self, ARef, AlwaysRefCounted},
     glue,
     net::{NetDev, NetDevRef, NetNs},
 };
@@ -219,7 +213,7 @@ impl<T: Driver> NewDevice<T> {
         // aligns a block to at least the largest power of two dividing its
         // size, and a Rust type's size is a multiple of its alignment, so
         // the block is aligned for `Device<T>`, whichever `T::Data` is.
-        let ib = unsafe { bindings::_ib_alloc_device(size_of::<Device<T>>()) };
+        let ib = unsafe { glue::rsiw_ib_alloc_device(size_of::<Device<T>>()) };
         let ib = NonNull::new(ib).ok_or(ENOMEM)?;
         let dev = ib.as_ptr().cast::<Device<T>>();
         // SAFETY: `dev` is a fresh, exclusively owned allocation of the
@@ -227,7 +221,7 @@ impl<T: Driver> NewDevice<T> {
         // in place once.
         let r = unsafe {
             core::ptr::addr_of_mut!((*dev).driver).write(TypeId::of::<T>());
-            data.__pinned_init(core::ptr::addr_of_mut!((*dev).data))
+            moved::pinned_init(data, core::ptr::addr_of_mut!((*dev).data))
         };
         if let Err(e) = r {
             // SAFETY: never registered; the data is not initialised.
@@ -261,10 +255,10 @@ impl<T: Driver> NewDevice<T> {
             }
             let desc = &mut (*ib).node_desc;
             for (d, s) in desc.iter_mut().zip(setup.node_desc.iter()).take(63) {
-                *d = *s as _;
+                *d = *s;
             }
             for (d, s) in (*ib).iw_ifname.iter_mut().zip(setup.ndev.name().iter()) {
-                *d = *s as _;
+                *d = *s;
             }
             if T::IW_NO_PORT_MAP {
                 (*ib).iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;

@@ -124,17 +124,17 @@ pub trait Driver: Sized + 'static {
     fn query_port(dev: &Device<Self>, port: u32, ndev: &NetDev<'_>) -> PortInfo;
     /// GID `index` of port `port`.
     fn query_gid(_dev: &Device<Self>, _port: u32, _index: u32) -> Result<[u8; 16]> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// A new user context; `resp` is the response written to user space.
     /// (Implemented together with [`Driver::dealloc_ucontext`].)
     fn alloc_ucontext(_dev: &Device<Self>, _resp: &mut Udata<'_>) -> Result<Self::Ucontext> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Releases a user context.
     fn dealloc_ucontext(_dev: &Device<Self>, _uctx: Self::Ucontext) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// The device goes while a process still has the user context open
     /// (`rdma link delete`, net device removal, module unload): the RDMA
@@ -176,12 +176,12 @@ pub trait Driver: Sized + 'static {
     fn modify_qp(qp: &Arc<Self::Qp>, m: &QpModify) -> Result;
     /// Queries a QP; `ndev` is the net device of its port.
     fn query_qp(_qp: &Self::Qp, _ndev: &NetDev<'_>) -> QpQuery {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Adds the driver's details of a QP to its resource entry (`rdma
     /// resource show qp -dd`).
     fn fill_res_qp(_qp: &Self::Qp, _d: &mut ResDetails<'_>) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Destroys a QP.
     fn destroy_qp(dev: &Device<Self>, qp: Arc<Self::Qp>);
@@ -195,23 +195,23 @@ pub trait Driver: Sized + 'static {
     /// [`Driver::destroy_srq`], [`Driver::query_srq`] and
     /// [`Driver::modify_srq`].)
     fn create_srq(_dev: &Device<Self>, _args: CreateSrq<'_, Self>) -> Result<Arc<Self::Srq>> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Modifies an SRQ: new size and/or limit.
     fn modify_srq(_srq: &Self::Srq, _max_wr: Option<u32>, _limit: Option<u32>) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Queries an SRQ.
     fn query_srq(_srq: &Self::Srq) -> SrqAttr {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Destroys an SRQ.
     fn destroy_srq(_dev: &Device<Self>, _srq: Arc<Self::Srq>) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Posts a kernel consumer's receive work requests to an SRQ.
     fn post_srq_recv(_srq: &Self::Srq, _wrs: &mut RecvWrs<'_>) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Registers user memory; returns the MR and its key.
@@ -222,19 +222,19 @@ pub trait Driver: Sized + 'static {
     /// together with [`Driver::map_mr_begin`], [`Driver::map_mr_page`]
     /// and [`Driver::map_mr_end`].)
     fn alloc_mr(_dev: &Device<Self>, _pd: &Self::Pd, _max_pages: u32) -> Result<(Self::Mr, u32)> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Starts mapping pages into a fast-registration MR.
     fn map_mr_begin(_mr: &Self::Mr) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Adds one page (DMA address) to the MR's page list.
     fn map_mr_page(_mr: &Self::Mr, _addr: u64) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Ends mapping: the MR covers `length` octets at `iova`.
     fn map_mr_end(_mr: &Self::Mr, _iova: u64, _length: u64, _page_size: u32) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Re-registers a user MR (`ibv_rereg_mr`): `Ok(None)` when `old` was
     /// changed in place, `Ok(Some(..))` for a replacement MR (the core
@@ -244,7 +244,7 @@ pub trait Driver: Sized + 'static {
         _old: &Self::Mr,
         _args: ReregUserMr<'_, Self>,
     ) -> Result<Option<(Self::Mr, u32)>> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Deregisters an MR.
     fn dereg_mr(dev: &Device<Self>, mr: Self::Mr) -> Result;
@@ -252,17 +252,17 @@ pub trait Driver: Sized + 'static {
     /// Connects a QP (active side). (The `iw_*` verbs are implemented
     /// together, by drivers of [`NodeType::Rnic`] devices.)
     fn iw_connect(_dev: &Device<Self>, _id: CmId, _p: ConnParam) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Accepts the connect request `req` (the key the driver gave it in
     /// [`CmId::connect_request`]). After an error the CM no longer
     /// answers the request (its id goes back to idle).
     fn iw_accept(_dev: &Device<Self>, _req: RequestKey, _id: CmId, _p: ConnParam) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Rejects the connect request `req` with private data.
     fn iw_reject(_dev: &Device<Self>, _req: RequestKey, _pdata: &[u8]) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Starts listening on the id's local address.
     fn iw_create_listen(
@@ -270,22 +270,22 @@ pub trait Driver: Sized + 'static {
         _id: CmId,
         _backlog: i32,
     ) -> Result<Arc<Self::Listener>> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Stops listening.
     fn iw_destroy_listen(_l: Arc<Self::Listener>) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// The core QP of QP number `qpn`.
     fn iw_get_qp(_dev: &Device<Self>, _qpn: u32) -> Option<QpHandle> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Adds the driver's details of a CM id of the device (`id` names the
     /// iWARP CM id behind an rdma_cm id) to its resource entry (`rdma
     /// resource show cm_id -dd`); nothing for an id the driver does not
     /// hold.
     fn fill_res_cm_id(_dev: &Device<Self>, _id: CmIdKey, _d: &mut ResDetails<'_>) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The names of the device's driver attributes in sysfs
@@ -296,13 +296,13 @@ pub trait Driver: Sized + 'static {
 
     /// The value of attribute `idx` of [`Driver::ATTRS`].
     fn attr_show(_dev: &Device<Self>, _idx: usize) -> Result<u32> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Writes `v` to attribute `idx` of [`Driver::ATTRS`]; an error (as
     /// `EINVAL` for a value out of range) goes back to the writer.
     fn attr_store(_dev: &Device<Self>, _idx: usize, _v: u32) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The current values of the counters of port `port`, in the order of
@@ -312,7 +312,7 @@ pub trait Driver: Sized + 'static {
     /// those of every counter, live or gone: leave out what the counters
     /// count.
     fn read_stats(_dev: &Device<Self>, _port: u32, _out: &mut [u64]) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// How many of [`Driver::STATS`] (the first ones) a per-QP counter of
@@ -325,23 +325,23 @@ pub trait Driver: Sized + 'static {
     /// 0; returns the counter's id (not 0, unique among the device's live
     /// counters).
     fn counter_bind_qp(_dev: &Device<Self>, _id: u32, _qp: &Arc<Self::Qp>) -> Result<u32> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Unbinds `qp` from counter `id`; the counter keeps what it counted.
     fn counter_unbind_qp(_dev: &Device<Self>, _id: u32, _qp: &Arc<Self::Qp>) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Counter `id` goes (no QP is bound to it any more); its values now
     /// count with the port's (the core keeps them).
     fn counter_dealloc(_dev: &Device<Self>, _id: u32) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The values of counter `id` (`out` has [`Driver::COUNTER_STATS`]
     /// slots).
     fn counter_read(_dev: &Device<Self>, _id: u32, _out: &mut [u64]) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 }

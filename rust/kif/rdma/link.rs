@@ -154,20 +154,20 @@ unsafe extern "C" fn notifier_cb<T: LinkDriver>(
     info: *mut kernel::ffi::c_void,
 ) -> kernel::ffi::c_int {
     let Some(event) = NetdevEvent::from_raw(event) else {
-        return bindings::NOTIFY_OK as _;
+        return bindings::NOTIFY_OK as kernel::ffi::c_int;
     };
     // SAFETY: netdev notifiers get a `netdev_notifier_info`; the helper
     // returns its device, which RTNL keeps alive during the call.
     let ndev = unsafe { glue::rsiw_netdev_notifier_dev(info) };
     let Some(ndev) = NonNull::new(ndev) else {
-        return bindings::NOTIFY_OK as _;
+        return bindings::NOTIFY_OK as kernel::ffi::c_int;
     };
     // SAFETY: see above; the device outlives this callback.
     let ndev = unsafe { NetDev::from_raw(ndev) };
     if let Some(dev) = Device::<T::Driver>::get_by_netdev(&ndev) {
         T::netdev_event(&dev, &ndev, event);
     }
-    bindings::NOTIFY_OK as _
+    bindings::NOTIFY_OK as kernel::ffi::c_int
 }
 
 impl LinkRegistration {
@@ -292,7 +292,7 @@ fn register_shared(
 /// registered, if the registration does.
 fn register_notifier<T: LinkDriver>() -> impl PinInit<Opaque<bindings::notifier_block>, Error> {
     let init = move |slot: *mut Opaque<bindings::notifier_block>| {
-        let p = Opaque::raw_get(slot);
+        let p = crate::kif::compat::moved::opaque_raw_get(slot);
         // SAFETY: `slot` is valid for writes and pinned (the contract of a
         // `PinInit`); `Opaque` is transparent over the notifier block.
         unsafe {
@@ -307,7 +307,7 @@ fn register_notifier<T: LinkDriver>() -> impl PinInit<Opaque<bindings::notifier_
     };
     // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
     // holds a plain C structure that needs no drop and was not registered.
-    unsafe { kernel::init::pin_init_from_closure(init) }
+    unsafe { crate::kif::compat::moved::pin_init_from_closure(init) }
 }
 
 #[pinned_drop]

@@ -59,9 +59,9 @@ impl QueueMem {
         // on it.
         let p = unsafe {
             if user {
-                bindings::vmalloc_user_noprof(size as _)
+                bindings::vmalloc_user_noprof(size as kernel::ffi::c_ulong)
             } else {
-                bindings::vzalloc_noprof(size as _)
+                bindings::vzalloc_noprof(size as kernel::ffi::c_ulong)
             }
         };
         let ptr = NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?;

@@ -18,7 +18,7 @@ use kernel::{
     ThisModule,
 };
 
-use crate::kif::glue;
+use crate::kif::{compat::moved, glue};
 
 /// A device in the [`Registry`].
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -117,9 +117,7 @@ impl Registry {
         if let Some(i) = devs.iter().position(|x| *x == d) {
             let last = devs.len() - 1;
             devs.as_mut_slice().swap(i, last);
-            // SAFETY: `last < len` and `DevPtr` is `Copy`, so shortening by
-            // one leaks nothing.
-            unsafe { devs.set_len(last) };
+            moved::vec_truncate(&mut *devs, last);
         }
         if devs.is_empty() {
             self.emptied.notify_all();

@@ -39,7 +39,7 @@ impl StatDescs {
         }; MAX_STATS];
         let mut i = 0;
         while i < names.len() && i < MAX_STATS {
-            d[i].name = names[i].as_char_ptr();
+            d[i].name = crate::kif::compat::moved::as_char_ptr(names[i]);
             i += 1;
         }
         // INVARIANT: the first `i` descriptors name the `'static` names.

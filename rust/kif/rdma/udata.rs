@@ -7,6 +7,8 @@
 use core::marker::PhantomData;
 use kernel::{bindings, prelude::*, uaccess::UserSlice};
 
+use crate::kif::compat::moved;
+
 /// The udata of one verb call; empty for kernel callers.
 ///
 /// # Invariants
@@ -60,7 +62,7 @@ impl<'a> Udata<'a> {
         if u.outlen < bytes.len() {
             return Err(EINVAL);
         }
-        UserSlice::new(u.outbuf as usize, bytes.len())
+        UserSlice::new(moved::user_ptr(u.outbuf), bytes.len())
             .writer()
             .write_slice(bytes)
     }
@@ -73,7 +75,7 @@ impl<'a> Udata<'a> {
         if u.inlen < buf.len() {
             return Err(EINVAL);
         }
-        UserSlice::new(u.inbuf as usize, buf.len())
+        UserSlice::new(moved::user_ptr(u.inbuf.cast_mut()), buf.len())
             .reader()
             .read_slice(buf)
     }

@@ -5,7 +5,7 @@
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, page::PAGE_SIZE, prelude::*};
 
-use crate::kif::glue;
+use crate::kif::{compat::moved, glue};
 
 /// The kernel (direct map) address of a page of pinned memory.
 #[derive(Clone, Copy)]
@@ -24,7 +24,7 @@ unsafe impl Sync for PageAddr {}
 ///
 /// # Invariants
 ///
-/// `umem` came from `ib_umem_get` and is released once, in `drop`; `pages`
+/// `umem` came from `rsiw_umem_get` and is released once, in `drop`; `pages`
 /// are the direct map addresses of its pinned pages, whose octets from
 /// `first_off` on, `len` of them, are the region (fewer pages only while
 /// `pin` builds it).
@@ -83,8 +83,8 @@ impl<'a> Pinner<'a> {
         // SAFETY: the device is live for the registering verb call (type
         // invariant); the core checks the range against the caller's
         // address space.
-        let p = unsafe { bindings::ib_umem_get(self.dev.as_ptr(), start as _, len, access as i32) };
-        // `ib_umem_get` returns a valid pointer or an `ERR_PTR`.
+        let p = unsafe { glue::rsiw_umem_get(self.dev.as_ptr(), start, len, access as i32) };
+        // `rsiw_umem_get` returns a valid pointer or an `ERR_PTR`.
         let p = kernel::error::from_err_ptr(p)?;
         let umem = NonNull::new(p).ok_or(ENOMEM)?;
         let first_off = start as usize % PAGE_SIZE;
@@ -109,7 +109,7 @@ impl<'a> Pinner<'a> {
         // SAFETY: the first `n` elements were written above with the
         // (non-null) direct map addresses of the umem's pages.
         // INVARIANT: all the pages of the region are in.
-        unsafe { this.pages.set_len(n) };
+        unsafe { moved::vec_inc_len(&mut this.pages, n) };
         Ok(this)
     }
 }
@@ -174,7 +174,7 @@ impl Drop for Umem {
         // the release, which may sleep, goes to the module's workqueue
         // (`kif::compat::workqueue`), which outlives every memory region
         // (devices go first).
-        // SAFETY: obtained from `ib_umem_get`, released exactly once.
+        // SAFETY: obtained from `rsiw_umem_get`, released exactly once.
         unsafe {
             if glue::rsiw_may_sleep()
                 || glue::rsiw_umem_release_async(

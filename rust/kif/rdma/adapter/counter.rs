@@ -23,6 +23,16 @@ impl<T: Driver> Adapter<T> {
         T::COUNTER_STATS.min(T::STATS.len())
     }
 
+    /// `counter_init` (7.3; the field the kernels differ in, see
+    /// kif/compat/mod.rs): the core's counter needs nothing of the
+    /// driver's, whose binding state lives in the QP.
+    ///
+    /// # Safety
+    ///
+    /// See the module.
+    #[cfg(not(kif_kernel = "6.12"))]
+    pub(super) unsafe extern "C" fn counter_init(_counter: *mut bindings::rdma_counter) {}
+
     /// `counter_bind_qp`: binds `qp` (the core holds the counter's lock)
     /// and records the binding in `qp->counter`, as the core expects of
     /// the driver.
@@ -33,6 +43,9 @@ impl<T: Driver> Adapter<T> {
     pub(super) unsafe extern "C" fn counter_bind_qp(
         counter: *mut bindings::rdma_counter,
         qp: *mut bindings::ib_qp,
+        // (the parameter the kernels differ in, see kif/compat/mod.rs: the
+        // port, always 1 here)
+        #[cfg(not(kif_kernel = "6.12"))] _port: u32,
     ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: a live QP whose slot `create_qp` wrote, of one of
@@ -63,6 +76,8 @@ impl<T: Driver> Adapter<T> {
     /// `destroy_qp`).
     pub(super) unsafe extern "C" fn counter_unbind_qp(
         qp: *mut bindings::ib_qp,
+        // (as in `counter_bind_qp`)
+        #[cfg(not(kif_kernel = "6.12"))] _port: u32,
     ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: a live QP (the contract) of one of `T`'s devices,

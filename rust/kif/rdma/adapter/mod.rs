@@ -158,11 +158,23 @@ impl<T: Driver> Adapter<T> {
             counter_dealloc: op!(counters, Self::counter_dealloc),
             counter_alloc_stats: op!(counters, Self::counter_alloc_stats),
             counter_update_stats: op!(counters, Self::counter_update_stats),
+            // (7.3's core calls it for every counter it allocates)
+            #[cfg(not(kif_kernel = "6.12"))]
+            counter_init: op!(counters, Self::counter_init),
             size_ib_ucontext: size_of::<Obj<bindings::ib_ucontext, T::Ucontext>>(),
             size_ib_pd: size_of::<Obj<bindings::ib_pd, T::Pd>>(),
             size_ib_qp: size_of::<Obj<bindings::ib_qp, QpSlot<T>>>(),
             size_ib_cq: size_of::<Obj<bindings::ib_cq, CqSlot<T>>>(),
             size_ib_srq: size_of::<Obj<bindings::ib_srq, SrqSlot<T>>>(),
+            // (7.3's core allocates counters by the driver's size, 6.12's
+            // by its own; the field the kernels differ in, see
+            // kif/compat/mod.rs)
+            #[cfg(not(kif_kernel = "6.12"))]
+            size_rdma_counter: if counters {
+                size_of::<bindings::rdma_counter>()
+            } else {
+                0
+            },
             // SAFETY: the other fields are operations `T` does not have,
             // whose `None` is all zero, and plain integers and flags, for
             // which zero is the core's default (as in a table of C with

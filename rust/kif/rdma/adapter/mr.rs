@@ -45,7 +45,9 @@ impl<T: Driver> Adapter<T> {
         }
     }
 
-    /// `reg_user_mr`.
+    /// `reg_user_mr`. From 7.3 on the core also passes a DMA handle
+    /// (`dmah`, steering tags of PCIe TPH), which a software device has no
+    /// use for: a registration with one fails with `EOPNOTSUPP`, as siw's.
     ///
     /// # Safety
     ///
@@ -56,9 +58,15 @@ impl<T: Driver> Adapter<T> {
         len: u64,
         iova: u64,
         access: kernel::ffi::c_int,
+        // (the parameter the kernels differ in: see kif/compat/mod.rs)
+        #[cfg(not(kif_kernel = "6.12"))] dmah: *mut bindings::ib_dmah,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
         let r = (|| {
+            #[cfg(not(kif_kernel = "6.12"))]
+            if !dmah.is_null() {
+                return Err(eopnotsupp());
+            }
             // SAFETY: live PD; `udata` is this call's.
             let (dev, p, udata) = unsafe {
                 (
