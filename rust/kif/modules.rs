@@ -84,17 +84,25 @@ unsafe extern "C" fn gate_cb(
     if action != bindings::module_state_MODULE_STATE_COMING as kernel::ffi::c_ulong
         || data.is_null()
     {
-        return bindings::NOTIFY_DONE as _;
+        return bindings::NOTIFY_DONE as kernel::ffi::c_int;
     }
     // SAFETY: `nb` is the `nb` field of a live `ModuleGate` (the caller's
     // contract; `Opaque` is transparent over the notifier block), which
     // unregisters it before it goes.
-    let gate = unsafe { &*kernel::container_of!(nb, ModuleGate, nb) };
+    let gate = unsafe {
+        &*kernel::container_of!(
+            nb.cast::<Opaque<bindings::notifier_block>>(),
+            ModuleGate,
+            nb
+        )
+    };
     // SAFETY: the chain passes the module being loaded, alive for the call;
     // its name is a NUL-terminated array.
     let name = unsafe { CStr::from_char_ptr((*data.cast::<bindings::module>()).name.as_ptr()) };
-    if name.as_bytes() != gate.name.as_bytes() {
-        return bindings::NOTIFY_DONE as _;
+    if crate::kif::compat::moved::cstr_bytes(name)
+        != crate::kif::compat::moved::cstr_bytes(gate.name)
+    {
+        return bindings::NOTIFY_DONE as kernel::ffi::c_int;
     }
     pr_err!(
         "refusing to load module {}: this module holds {}, which {} would register\n",
@@ -103,7 +111,7 @@ unsafe extern "C" fn gate_cb(
         gate.name
     );
     // notifier_from_errno(-EBUSY), a static inline.
-    (bindings::NOTIFY_STOP_MASK | (bindings::NOTIFY_OK + bindings::EBUSY)) as _
+    (bindings::NOTIFY_STOP_MASK | (bindings::NOTIFY_OK + bindings::EBUSY)) as kernel::ffi::c_int
 }
 
 impl ModuleGate {
@@ -127,7 +135,7 @@ impl ModuleGate {
 /// registration does.
 fn register_gate() -> impl PinInit<Opaque<bindings::notifier_block>, Error> {
     let init = move |slot: *mut Opaque<bindings::notifier_block>| {
-        let p = Opaque::raw_get(slot);
+        let p = crate::kif::compat::moved::opaque_raw_get(slot);
         // SAFETY: `slot` is valid for writes and pinned (the contract of a
         // `PinInit`); `Opaque` is transparent over the notifier block.
         unsafe {
@@ -144,7 +152,7 @@ fn register_gate() -> impl PinInit<Opaque<bindings::notifier_block>, Error> {
     };
     // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
     // holds a plain C structure that needs no drop and was not registered.
-    unsafe { kernel::init::pin_init_from_closure(init) }
+    unsafe { crate::kif::compat::moved::pin_init_from_closure(init) }
 }
 
 #[pinned_drop]

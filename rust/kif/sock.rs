@@ -102,7 +102,7 @@ impl SockAddr {
         // SAFETY: the storage has room for a `sockaddr_in`, which any bits
         // make a valid value of.
         let v4 = unsafe { &mut *q.cast::<bindings::sockaddr_in>() };
-        v4.sin_family = bindings::AF_INET as _;
+        v4.sin_family = bindings::AF_INET as bindings::__kernel_sa_family_t;
         v4.sin_port = a.sin6_port;
         v4.sin_addr.s_addr = u32::from_ne_bytes([o[12], o[13], o[14], o[15]]);
         out

@@ -75,3 +75,8 @@ pub unsafe fn crc32c(crc: u32, p: *const kernel::ffi::c_void, len: usize) -> u32
     // SAFETY: per the contract; `len` fits (the contract).
     unsafe { kernel::bindings::crc32c(crc, p, len as u32) }
 }
+
+/// The octets of the C string `s`, without its NUL.
+pub fn cstr_bytes(s: &CStr) -> &[u8] {
+    s.as_bytes()
+}

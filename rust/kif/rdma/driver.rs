@@ -152,7 +152,7 @@ pub trait Driver: Sized + 'static {
     /// devices open (module unload unregisters them). A driver whose
     /// objects all end in their destroy verbs has nothing more to do here.
     fn disassociate_ucontext(_dev: &Device<Self>, _uctx: &Self::Ucontext) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// A new protection domain.
     fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;

@@ -265,7 +265,7 @@ fn register_shared(
             );
             return Err(EBUSY);
         }
-        let p = Opaque::raw_get(slot);
+        let p = crate::kif::compat::moved::opaque_raw_get(slot);
         // SAFETY: `slot` is valid for writes and pinned (the contract of a
         // `PinInit`); `Opaque` is transparent over the link ops.
         unsafe {
@@ -284,7 +284,7 @@ fn register_shared(
     };
     // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
     // was not written and nothing was registered.
-    unsafe { kernel::init::pin_init_from_closure(init) }
+    unsafe { crate::kif::compat::moved::pin_init_from_closure(init) }
 }
 
 /// Initializes a notifier block calling `notifier_cb::<T>` in place and

@@ -5,6 +5,11 @@
 
 use kernel::error::{code, Error};
 
+/// `EADDRNOTAVAIL`: the address cannot be assigned.
+pub fn eaddrnotavail() -> Error {
+    code::EADDRNOTAVAIL
+}
+
 /// `EOPNOTSUPP`: operation not supported.
 pub fn eopnotsupp() -> Error {
     code::EOPNOTSUPP

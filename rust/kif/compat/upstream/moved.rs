@@ -67,3 +67,8 @@ pub unsafe fn crc32c(crc: u32, p: *const kernel::ffi::c_void, len: usize) -> u32
     // SAFETY: per the contract.
     unsafe { kernel::bindings::crc32c(crc, p, len) }
 }
+
+/// The octets of the C string `s`, without its NUL.
+pub fn cstr_bytes(s: &CStr) -> &[u8] {
+    s.to_bytes()
+}
