@@ -56,6 +56,10 @@ netns_mode() {
 	rdma system show | grep -q "netns $1" && return 0
 	echo "rdma system set netns $1 refused: a namespace besides init_net lives on"
 	ip netns list
+	# what still lives: namespaces with a process in them, and TCP
+	# sockets of namespaces that have none (lsns cannot see those)
+	lsns -t net 2>/dev/null | sed 's/^/# /'
+	grep -c . /proc/net/tcp /proc/net/tcp6 2>/dev/null | sed 's/^/# /'
 	return 1
 }
 
