@@ -27,6 +27,7 @@ mod glue;
 pub mod log;
 pub mod modules;
 pub mod net;
+pub mod notifier;
 pub mod params;
 pub mod rcu_xarray;
 pub mod rdma;

@@ -125,34 +125,17 @@ impl ModuleGate {
         try_pin_init!(Self {
             name,
             what,
-            nb <- register_gate(),
+            // SAFETY: the gate unregisters the block before it is freed
+            // (its invariant); `name` and `what`, which `gate_cb` reads,
+            // are written first.
+            nb <- unsafe {
+                crate::kif::notifier::register(
+                    Some(gate_cb),
+                    bindings::register_module_notifier,
+                )
+            },
         }? Error)
     }
-}
-
-/// Initializes a notifier block calling [`gate_cb`] in place and registers
-/// it on the module notifier chain; fails, with nothing registered, if the
-/// registration does.
-fn register_gate() -> impl PinInit<Opaque<bindings::notifier_block>, Error> {
-    let init = move |slot: *mut Opaque<bindings::notifier_block>| {
-        let p = crate::kif::compat::moved::opaque_raw_get(slot);
-        // SAFETY: `slot` is valid for writes and pinned (the contract of a
-        // `PinInit`); `Opaque` is transparent over the notifier block.
-        unsafe {
-            p.write(bindings::notifier_block {
-                notifier_call: Some(gate_cb),
-                ..Default::default()
-            })
-        };
-        // SAFETY: `p` is initialized and pinned inside a `ModuleGate` whose
-        // other fields, which the callback reads, were written before
-        // (`ModuleGate::new`); the gate unregisters it before it is freed
-        // (its invariant).
-        kernel::error::to_result(unsafe { bindings::register_module_notifier(p) })
-    };
-    // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
-    // holds a plain C structure that needs no drop and was not registered.
-    unsafe { crate::kif::compat::moved::pin_init_from_closure(init) }
 }
 
 #[pinned_drop]

@@ -195,7 +195,15 @@ impl LinkRegistration {
                 // Registered as it is initialized, in place: when it fails,
                 // `this` is never made and `drop` does not unregister what
                 // was not registered.
-                notifier <- register_notifier::<T>(),
+                // SAFETY: `LinkRegistration`'s drop unregisters it before
+                // it is freed (its invariant); `notifier_cb` reads nothing
+                // of the registration (it finds devices by net device).
+                notifier <- unsafe {
+                    crate::kif::notifier::register(
+                        Some(notifier_cb::<T>),
+                        bindings::register_netdevice_notifier,
+                    )
+                },
                 registry,
                 module,
                 shared: None,
@@ -284,29 +292,6 @@ fn register_shared(
     };
     // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
     // was not written and nothing was registered.
-    unsafe { crate::kif::compat::moved::pin_init_from_closure(init) }
-}
-
-/// Initializes a notifier block calling `notifier_cb::<T>` in place and
-/// registers it on the net device notifier chain; fails, with nothing
-/// registered, if the registration does.
-fn register_notifier<T: LinkDriver>() -> impl PinInit<Opaque<bindings::notifier_block>, Error> {
-    let init = move |slot: *mut Opaque<bindings::notifier_block>| {
-        let p = crate::kif::compat::moved::opaque_raw_get(slot);
-        // SAFETY: `slot` is valid for writes and pinned (the contract of a
-        // `PinInit`); `Opaque` is transparent over the notifier block.
-        unsafe {
-            p.write(bindings::notifier_block {
-                notifier_call: Some(notifier_cb::<T>),
-                ..Default::default()
-            })
-        };
-        // SAFETY: `p` is initialized and pinned; the owner unregisters it
-        // before it is freed (`LinkRegistration`'s invariant).
-        kernel::error::to_result(unsafe { bindings::register_netdevice_notifier(p) })
-    };
-    // SAFETY: on `Ok` the slot is initialized (written above); on `Err` it
-    // holds a plain C structure that needs no drop and was not registered.
     unsafe { crate::kif::compat::moved::pin_init_from_closure(init) }
 }
 
