@@ -10,16 +10,9 @@
 use super::job::{Kind, Src};
 use super::state::{Slot, TxState};
 use crate::base::stats::Counter;
-use crate::kif::siw::Sqe;
-use crate::qp::imm::{self, ImmData};
+use crate::qp::imm::ImmData;
 use crate::qp::Qp;
 use crate::wire::rdmap::{SegmentHeader, QN_SEND};
-
-/// The immediate value of the Send or Write `sqe` if it is a Write with
-/// Immediate (only kernel QPs post them).
-pub(super) fn of_sqe(qp: &Qp, sqe: &Sqe) -> Option<ImmData> {
-    imm::of_sqe(sqe, qp.kernel)
-}
 
 /// Makes the job in `slot` the Write with Immediate `data` (header
 /// `hdr`, `total` octets from `src`, in place in the job): its Write, or

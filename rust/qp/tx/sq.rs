@@ -110,7 +110,7 @@ fn send_or_write(qp: &Arc<Qp>, tx: &mut TxState, idx: u32) -> Next {
         slot.job.release();
         return Next::Again;
     }
-    match super::imm::of_sqe(qp, &slot.job.sqe) {
+    match crate::qp::imm::of_sqe(&slot.job.sqe, qp.kernel) {
         None => slot.job.set(Kind::Wr, hdr, total, src),
         Some(data) => super::imm::set_write(&mut slot, data, hdr, total, src),
     }
