@@ -173,11 +173,27 @@ neigh_pin() {
 		in_b ip neigh replace "$ia" lladdr "$ma" dev "$db" nud permanent
 }
 
+# A process a test left in either namespace (it would keep the namespace
+# alive after `ip netns del`, and later tests with it) is a failure: it is
+# named, killed, and topo_down returns 1.
 topo_down() {
+	local ns pids rc=0
 	ns_anchors_stop
-	ip netns del "$NS_A" 2>/dev/null
-	ip netns del "$NS_B" 2>/dev/null
-	true
+	for ns in "$NS_A" "$NS_B"; do
+		[ -e "/run/netns/$ns" ] || continue
+		for _ in $(seq 20); do
+			pids=$(ip netns pids "$ns" 2>/dev/null)
+			[ -z "$pids" ] && break
+			snooze 0.1
+		done
+		if [ -n "$pids" ]; then
+			echo "# left running in $ns:" $(ps -o pid=,comm= -p "$(echo $pids | tr ' ' ,)")
+			kill -KILL $pids 2>/dev/null
+			rc=1
+		fi
+		ip netns del "$ns" 2>/dev/null
+	done
+	return $rc
 }
 
 # add_dev NS NAME TYPE NETDEV: rdma link add in a namespace

@@ -206,8 +206,9 @@ nfs_server() {
 		echo 10 >/proc/fs/nfsd/nfsv4leasetime && echo 10 >/proc/fs/nfsd/nfsv4gracetime || return 1
 	# nfsd registers with rpcbind when it starts (and fails without one)
 	mkdir -p /run/rpcbind
+	# (check runs this in a subshell: the pids go to a file for nfs_stop)
 	nb rpcbind -f -w >/tmp/rpcbind.out 2>&1 &
-	RPCBIND=$!
+	echo $! >"$CAPD/nfs.pids"
 	for _ in $(seq 50); do
 		[ -S /run/rpcbind.sock ] && break
 		sleep 0.1
@@ -215,6 +216,7 @@ nfs_server() {
 	nb exportfs -i -o rw,fsid=0,no_root_squash,no_subtree_check,insecure "$IP_A:$NFS_EXP" || return 1
 	nb rpc.mountd -F -N 2 -N 3 >/tmp/mountd.out 2>&1 &
 	MOUNTD=$!
+	echo $MOUNTD >>"$CAPD/nfs.pids"
 	# from inside ns B: the iWARP drivers create their listening TCP
 	# sockets in the namespace of the task that asks for the listener
 	nb sh -c "echo 'rdma $NFS_PORT' >/proc/fs/nfsd/portlist && echo 4 >/proc/fs/nfsd/threads" || return 1
@@ -246,8 +248,21 @@ nfs_stop() {
 	! mountpoint -q "$NFS_MNT" || umount "$NFS_MNT" || rc=1
 	nb sh -c 'echo 0 >/proc/fs/nfsd/threads' || rc=1
 	nb exportfs -ua
-	kill "$MOUNTD" "$RPCBIND" 2>/dev/null
-	wait "$MOUNTD" "$RPCBIND" 2>/dev/null
+	# rpcbind and mountd, started by nfs_server (their namespace lives
+	# as long as they do, and `rdma system set netns exclusive` is
+	# refused while it does)
+	local pids p
+	pids=$(cat "$CAPD/nfs.pids" 2>/dev/null)
+	[ -n "$pids" ] && kill $pids 2>/dev/null
+	for p in $pids; do
+		# (gone from the namespace once it has ended, even as a zombie)
+		for _ in $(seq 50); do
+			[ -e "/proc/$p/ns/net" ] || break
+			snooze 0.1
+		done
+		[ -e "/proc/$p/ns/net" ] && { echo "pid $p ($(cat /proc/$p/comm)) did not end"; rc=1; }
+	done
+	rm -f "$CAPD/nfs.pids"
 	umount /proc/fs/nfsd || rc=1
 	umount "$NFS_EXP" || rc=1
 	rm -f /tmp/nfs.src
