@@ -206,15 +206,17 @@ nfs_server() {
 		echo 10 >/proc/fs/nfsd/nfsv4leasetime && echo 10 >/proc/fs/nfsd/nfsv4gracetime || return 1
 	# nfsd registers with rpcbind when it starts (and fails without one)
 	mkdir -p /run/rpcbind
-	# (check runs this in a subshell: the pids go to a file for nfs_stop)
-	nb rpcbind -f -w >/tmp/rpcbind.out 2>&1 &
+	# (check runs this in a subshell: the pids go to a file for nfs_stop;
+	# nsenter, not the nb function, so that $! is the daemon's own pid:
+	# nsenter execs it, a backgrounded function would be a subshell)
+	nsenter --net="/run/netns/$NS_B" rpcbind -f -w >/tmp/rpcbind.out 2>&1 &
 	echo $! >"$CAPD/nfs.pids"
 	for _ in $(seq 50); do
 		[ -S /run/rpcbind.sock ] && break
 		sleep 0.1
 	done
 	nb exportfs -i -o rw,fsid=0,no_root_squash,no_subtree_check,insecure "$IP_A:$NFS_EXP" || return 1
-	nb rpc.mountd -F -N 2 -N 3 >/tmp/mountd.out 2>&1 &
+	nsenter --net="/run/netns/$NS_B" rpc.mountd -F -N 2 -N 3 >/tmp/mountd.out 2>&1 &
 	MOUNTD=$!
 	echo $MOUNTD >>"$CAPD/nfs.pids"
 	# from inside ns B: the iWARP drivers create their listening TCP
