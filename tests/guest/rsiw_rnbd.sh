@@ -22,8 +22,10 @@
 # answers each I/O with a Send with Immediate carrying a new rkey, which
 # RFC 7306 cannot express (docs/design.md, "RFC 7306 and RTRS").
 #
-# Cost: about 90-110 s on the standard kernel (one guest CPU, 86 and 110 s
-# measured; fio's four verify runs take half of it).
+# Cost: about 90-110 s on the standard kernel beside other work (one
+# guest CPU, 86 and 110 s measured, 27 s on a quiet host; fio's four
+# verify runs take half of it); on the debug kernel (tests/run-debug
+# rsiw_rnbd.sh) 107 s at a host load of 1.5, 216 s at 5-6.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/blkdev.sh"
 
