@@ -47,28 +47,34 @@
 #                         of BENCH_MTUS)
 #   BENCH_STORAGE_RUNTIME=4, BENCH_STORAGE_RAMP=1: seconds per fio job,
 #                         measured and unmeasured (tests/bench/nvme_fio.sh)
+#   BENCH_STORAGE_RNBD=1  0: no RNBD unit in the storage section
 #
-# The storage section (issue #36): NVMe-oF on a null_blk namespace, the
-# target (nvmet) and the host in this guest, over nvme-rdma on each RDMA
-# driver of BENCH_DRIVERS, then over nvme-tcp on the same addresses
-# (driver "nvmetcp"), transports alternating by repetition: fio's 4 KiB
-# random read at queue depth 1 (median and p99 latency) and 32 (IOPS),
-# 128 KiB sequential read and write (MB/s), and the whole guest's CPU per
-# I/O over each job's measured window. nvmet-rdma and nvme-rdma make their
-# rdma_cm ids in the initial network namespace only, so the section runs
-# there, on a veth pair nva/nvb whose traffic policy routes keep on the
-# veth (tests/guest/nvmeof.sh nvme_veth_up), not on the namespaces of the
-# perftest matrix. nvmet-rdma listens on 4420, nvmet-tcp on 4421 (each
-# iWARP device listens with a kernel TCP socket of its own). Cost: 4 fio
-# jobs of 5 s per transport and repetition, 61 s per transport with the
-# connects and process starts, measured on a host with a load average of
-# 14 on its 2 cores (366 s for 2 repetitions of rsiw, siw and nvme-tcp);
-# so about 9 min at the default 3 repetitions on such a host, less on a
-# quiet one. BENCH_TESTS without "storage" leaves it out.
+# The storage section (issues #36 and #38): block devices on a null_blk
+# of a target in this guest, each transport a unit (tests/bench/
+# nvme_fio.sh storage_units, tests/guest/blkdev.sh): NVMe-oF over
+# nvme-rdma on each RDMA driver of BENCH_DRIVERS, RNBD (rnbd-server and
+# rnbd-client over RTRS, always_invalidate=N) over rsiw right after
+# rsiw's NVMe-oF (BENCH_STORAGE_RNBD=0 leaves it out), then NVMe-oF over
+# nvme-tcp on the same addresses (driver "nvmetcp"), units alternating
+# by repetition: fio's 4 KiB random read at queue depth 1 (median and
+# p99 latency) and 32 (IOPS), 128 KiB sequential read and write (MB/s),
+# and the whole guest's CPU per I/O over each job's measured window.
+# nvmet-rdma, nvme-rdma and RTRS make their rdma_cm ids in the initial
+# network namespace only, so the section runs there, on a veth pair
+# nva/nvb whose traffic policy routes keep on the veth
+# (tests/guest/nvmeof.sh nvme_veth_up), not on the namespaces of the
+# perftest matrix. nvmet-rdma listens on 4420, nvmet-tcp on 4421, RTRS
+# on 1234 (each iWARP device listens with a kernel TCP socket of its
+# own). Cost: 4 fio jobs of 5 s per unit and repetition, 61 s per unit
+# with the connects and process starts, measured on a host with a load
+# average of 14 on its 2 cores (366 s for 2 repetitions of rsiw, siw and
+# nvme-tcp); RNBD adds a fourth unit, so about 12 min at the default 3
+# repetitions on such a host, less on a quiet one (docs/performance.md).
+# BENCH_TESTS without "storage" leaves the section out.
 set -u
 . "$(dirname "$0")/../guest/lib.sh" >/dev/null 2>&1 &&
-	. "$RSIW_TESTDIR/nvmeof.sh" && . "$(dirname "$0")/nvme_fio.sh" || {
-	echo "bench: cannot source tests/guest/lib.sh, nvmeof.sh or tests/bench/nvme_fio.sh" >&2
+	. "$RSIW_TESTDIR/blkdev.sh" && . "$(dirname "$0")/nvme_fio.sh" || {
+	echo "bench: cannot source tests/guest/lib.sh, blkdev.sh or tests/bench/nvme_fio.sh" >&2
 	exit 0
 }
 
@@ -133,15 +139,20 @@ use_rsiw() {
 	[ "$CRC" = 0 ] || echo 1 >/sys/module/rsiw/parameters/mpa_crc_required
 }
 
-links_up() { # driver
-	local type=$1
+# links_for DRIVER: no RDMA link left, DRIVER's module ready (rsiw and
+# base: rsiw.ko from RSIW_KO or BASE_KO) and its link type in LINK_TYPE.
+links_for() {
 	links_down
+	LINK_TYPE=$1
 	case $1 in
-	rsiw) use_rsiw "$RSIW_KO" || return 1 ;;
-	base) use_rsiw "$BASE_KO" && type=rsiw || return 1 ;;
+	rsiw) use_rsiw "$RSIW_KO" ;;
+	base) LINK_TYPE=rsiw && use_rsiw "$BASE_KO" ;;
 	esac
-	add_dev "$NS_A" "$(dev_a "$1")" "$type" va &&
-		add_dev "$NS_B" "$(dev_b "$1")" "$type" vb
+}
+
+links_up() { # driver
+	links_for "$1" && add_dev "$NS_A" "$(dev_a "$1")" "$LINK_TYPE" va &&
+		add_dev "$NS_B" "$(dev_b "$1")" "$LINK_TYPE" vb
 }
 
 links_down() {
@@ -416,18 +427,15 @@ bench_topo_up() { # mtu
 # nvb (nvme_veth_up's pair, in the initial network namespace), and only
 # those.
 storage_links() {
-	local type=$1
-	links_down
-	case $1 in
-	rsiw) use_rsiw "$RSIW_KO" || return 1 ;;
-	base) use_rsiw "$BASE_KO" && type=rsiw || return 1 ;;
-	esac
-	rdma link add "${1}na" type "$type" netdev nva && rdma link add "${1}nb" type "$type" netdev nvb
+	links_for "$1" && rdma link add "${1}na" type "$LINK_TYPE" netdev nva &&
+		rdma link add "${1}nb" type "$LINK_TYPE" netdev nvb
 }
 
-# storage_unit MTU REP DRIVER: the fio jobs (tests/bench/nvme_fio.sh) on
-# the namespace over nvme-rdma on DRIVER's devices (port 1, 4420), or
-# over nvme-tcp for DRIVER nvmetcp (port 2, 4421), each with the whole
+# storage_unit MTU REP UNIT: the fio jobs (tests/bench/nvme_fio.sh) on
+# the block device of UNIT (nvme_fio.sh's storage_kind; blkdev.sh):
+# NVMe-oF over nvme-rdma on the devices of the driver UNIT (port 1,
+# 4420), over nvme-tcp for UNIT nvmetcp (port 2, 4421), or RNBD over
+# rsiw's devices for UNIT rnbd (RTRS on 1234), each with the whole
 # guest's CPU per I/O: busy CPU (kernel and user, every CPU) from the
 # /proc/stat samples of the job's measured window (the seconds after its
 # ramp and before its last second), over fio's I/O rate. Also per I/O,
@@ -435,15 +443,15 @@ storage_links() {
 # on rsiw, its device counters (what bounds nvme-rdma: messages, socket
 # sends, workqueue runs per I/O).
 storage_unit() {
-	local mtu=$1 rep=$2 drv=$3 tr=rdma port=1 svc=4420 job dev= out fig util cpu c0 c1 r0 r1
-	[ "$drv" = nvmetcp ] && tr=tcp port=2 svc=4421
+	local mtu=$1 rep=$2 drv=$3 job dev= out fig util cpu c0 c1 r0 r1
+	storage_kind "$drv"
+	local kind=$STORAGE_KIND
 	{
-		echo "=== storage: $drv mtu $mtu rep $rep (nvme-$tr)"
-		if [ $tr = tcp ]; then links_down; else storage_links "$drv"; fi &&
-			nvme_port_up $port $tr "$NVME_IP_B" $svc && nvme_connect "$NVME_IP_B" $tr $svc &&
-			dev=$(nvme_disk)
+		echo "=== storage: $drv mtu $mtu rep $rep ($kind)"
+		if [ -z "$STORAGE_RDMA" ]; then links_down; else storage_links "$STORAGE_RDMA"; fi &&
+			blk_export $kind "$NVME_IP_B" && blk_attach $kind "$NVME_IP_B" && dev=$(blk_disk $kind)
 	} >>"$LOG" 2>&1
-	[ -n "$dev" ] || say "storage: $drv mtu $mtu rep $rep: no namespace over nvme-$tr (see runs.log)"
+	[ -n "$dev" ] || say "storage: $drv mtu $mtu rep $rep: no block device over $kind (see runs.log)"
 	for job in $STORAGE_JOBS; do
 		fig=
 		if [ -n "$dev" ]; then
@@ -472,8 +480,8 @@ storage_unit() {
 		say "storage: $drv mtu $mtu rep $rep $job: ${fig:-fail} (IOPS p50us p99us MB/s), CPU ${cpu:-?} us/IO"
 	done
 	{
-		nvme_disconnect $tr
-		nvme_port_down $port
+		blk_detach $kind
+		blk_unexport $kind
 		links_down
 		# (that the traffic crossed the veth, not loopback)
 		ip -s link show nva
@@ -481,33 +489,23 @@ storage_unit() {
 	} >>"$LOG" 2>&1
 }
 
-# storage_section: the storage units of every MTU in STORAGE_MTUS and
-# repetition, transports alternating (as the drivers of the matrix do),
-# the target's null_blk namespace (no memory: an I/O costs it nothing)
-# set up once per boot.
+# storage_section: the storage units (nvme_fio.sh's storage_units: each
+# driver's, RNBD's, nvme-tcp's) of every MTU in STORAGE_MTUS and
+# repetition, their order alternating (as the drivers of the matrix do),
+# the target's null_blk (no memory: an I/O costs it nothing) set up once
+# per boot.
 storage_section() {
-	local mtu rep drv order
+	local mtu rep drv
 	for mtu in $STORAGE_MTUS; do
-		if ! { nvme_veth_up "$mtu" && { [ -d "$NVMET/subsystems/$NVME_NQN" ] ||
-			{ nvme_null_up gb=1 && nvme_subsys_up; }; }; } >>"$LOG" 2>&1; then
+		if ! { nvme_veth_up "$mtu" && { [ -b /dev/nullb0 ] || nvme_null_up gb=1; }; } >>"$LOG" 2>&1; then
 			say "storage: the veth pair or the target at MTU $mtu failed (see runs.log)"
 			continue
 		fi
 		for rep in $(seq 1 "$REPS"); do
-			order="$DRIVERS nvmetcp"
-			[ $((rep % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$order" | tac | tr '\n' ' ')
-			for drv in $order; do
-				unit_done "$mtu" "$rep" "storage-$drv" && continue
-				if is_crashed "storage-$drv"; then
-					rec "$mtu" "$rep" "storage-$drv" all - - "" - crash
-					say "storage: $drv mtu $mtu rep $rep: skipped ($drv crashed the guest earlier)"
-				else
-					echo "start $mtu $rep storage-$drv" >>"$PROGRESS"
-					sync
-					storage_unit "$mtu" "$rep" "$drv"
-				fi
-				echo "done $mtu $rep storage-$drv" >>"$PROGRESS"
-				sync
+			# (DRIVERS unquoted: one word each)
+			# shellcheck disable=SC2086
+			for drv in $(storage_units "$rep" $DRIVERS); do
+				unit "$mtu" "$rep" "storage-$drv" storage_unit "$mtu" "$rep" "$drv"
 			done
 		done
 		nvme_veth_down
@@ -543,6 +541,25 @@ fi
 unit_done() { grep -qx "done $1 $2 $3" "$PROGRESS" 2>/dev/null; }
 is_crashed() { [[ " $CRASHED " == *" $1 "* ]]; }
 
+# unit MTU REP NAME COMMAND...: COMMAND as the unit NAME of MTU and REP,
+# bracketed by start and done in PROGRESS; nothing when it is done
+# already, a "crash" row when NAME crashed the guest earlier.
+unit() {
+	local mtu=$1 rep=$2 name=$3
+	shift 3
+	unit_done "$mtu" "$rep" "$name" && return 0
+	if is_crashed "$name"; then
+		rec "$mtu" "$rep" "$name" all - - "" - crash
+		say "$name mtu $mtu rep $rep: skipped ($name crashed the guest earlier)"
+	else
+		echo "start $mtu $rep $name" >>"$PROGRESS"
+		sync
+		"$@"
+	fi
+	echo "done $mtu $rep $name" >>"$PROGRESS"
+	sync
+}
+
 # ---- meta
 ver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null; }
 rsiw_ver=$(git -C "$RSIW_REPO" rev-parse --short HEAD 2>/dev/null)
@@ -577,6 +594,7 @@ rsiw_ver=$(git -C "$RSIW_REPO" rev-parse --short HEAD 2>/dev/null)
   "storage_mtus": "$STORAGE_MTUS",
   "storage_runtime_s": $STORAGE_RUNTIME,
   "storage_ramp_s": $STORAGE_RAMP,
+  "storage_units": "$(storage_units 1 $DRIVERS)",
   "fio": "$(ver fio)"
 }
 EOF
@@ -599,29 +617,17 @@ for mtu in ${MATRIX_MTUS-$MTUS}; do
 		# Alternate the driver order between repetitions.
 		order=$DRIVERS
 		[ $((rep % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$DRIVERS" | tac | tr '\n' ' ')
-		for drv in $order tcp; do
-			unit_done "$mtu" "$rep" "$drv" && continue
-			if is_crashed "$drv"; then
-				rec "$mtu" "$rep" "$drv" all - - "" - crash
-				say "$drv mtu $mtu rep $rep: skipped ($drv crashed the guest earlier)"
-			else
-				echo "start $mtu $rep $drv" >>"$PROGRESS"
-				sync
-				if [ "$drv" = tcp ]; then
-					tcp_test "$mtu" "$rep"
-				else
-					matrix "$mtu" "$rep" "$drv"
-				fi
-			fi
-			echo "done $mtu $rep $drv" >>"$PROGRESS"
-			sync
+		for drv in $order; do
+			unit "$mtu" "$rep" "$drv" matrix "$mtu" "$rep" "$drv"
 		done
+		unit "$mtu" "$rep" tcp tcp_test "$mtu" "$rep"
 	done
 	links_down
 	topo_down
 done
 
-# ---- storage: NVMe-oF over nvme-rdma on each driver, and over nvme-tcp
+# ---- storage: NVMe-oF over nvme-rdma on each driver and over nvme-tcp,
+# RNBD over rsiw
 [[ " $TESTS " == *" storage "* ]] && storage_section
 
 # Both drivers at once, alternating every few iterations (latpair.sh):

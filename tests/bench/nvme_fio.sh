@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-# The storage section's fio jobs (tests/bench/bench.sh and pair_bench.sh):
-# on an NVMe-oF namespace, O_DIRECT with libaio, one job each:
+# The storage section's units and fio jobs (tests/bench/bench.sh and
+# pair_bench.sh). A unit is one transport's block device (blkdev.sh) on
+# the target's null_blk: NVMe-oF over nvme-rdma on an RDMA driver (unit
+# rsiw, siw or base), over nvme-tcp (unit nvmetcp), or RNBD over rsiw
+# (unit rnbd). On its block device, O_DIRECT with libaio, one job each:
 #   randread_qd1   4 KiB random read, queue depth 1: latency (median, p99)
 #   randread_qd32  4 KiB random read, queue depth 32: IOPS
 #   seqread        128 KiB sequential read, queue depth 16: MB/s
@@ -8,10 +11,46 @@
 # each running STORAGE_RAMP seconds unmeasured, then STORAGE_RUNTIME
 # seconds measured (BENCH_STORAGE_RAMP=1, BENCH_STORAGE_RUNTIME=4).
 
+# Every transport's rows are named nvme_JOB (the section began with
+# NVMe-oF alone; tests/bench/report.py keys on it); the driver column
+# names the unit. BENCH_STORAGE_RNBD=0 leaves RNBD out.
+
 STORAGE_JOBS="randread_qd1 randread_qd32 seqread seqwrite"
 STORAGE_RAMP=${BENCH_STORAGE_RAMP:-1}
 STORAGE_RUNTIME=${BENCH_STORAGE_RUNTIME:-4}
+STORAGE_RNBD=${BENCH_STORAGE_RNBD:-1}
 FIO_FIGURES=$(dirname "${BASH_SOURCE[0]}")/fio_figures.py
+
+# storage_kind UNIT: the unit's transport (blkdev.sh's KIND) in
+# STORAGE_KIND and the RDMA driver it runs on in STORAGE_RDMA (empty for
+# nvme-tcp).
+storage_kind() {
+	case $1 in
+	nvmetcp) STORAGE_KIND=nvme-tcp STORAGE_RDMA= ;;
+	rnbd) STORAGE_KIND=rnbd STORAGE_RDMA=rsiw ;;
+	*) STORAGE_KIND=nvme-rdma STORAGE_RDMA=$1 ;;
+	esac
+}
+
+# storage_units REP DRIVER...: the units of repetition REP in the order
+# they run: NVMe-oF over nvme-rdma on each DRIVER, RNBD right after
+# rsiw's (the two compared: the same device and path) unless
+# STORAGE_RNBD=0, then nvme-tcp; reversed on even repetitions (the
+# host's speed drift falls on every unit alike).
+storage_units() {
+	local rep=$1 u l=() i
+	shift
+	for u in "$@"; do
+		l+=("$u")
+		[ "$u" != rsiw ] || [ "$STORAGE_RNBD" = 0 ] || l+=(rnbd)
+	done
+	l+=(nvmetcp)
+	if [ $((rep % 2)) = 0 ]; then
+		for ((i = ${#l[@]} - 1; i >= 0; i--)); do printf '%s ' "${l[i]}"; done
+	else
+		printf '%s ' "${l[@]}"
+	fi
+}
 
 # storage_job_size JOB: its block size in bytes (the size column of
 # results.tsv).

@@ -16,14 +16,18 @@
 # results.tsv); tests/bench/report.py adds the "Two guests" section.
 # Never fails: what does not work is recorded as "fail".
 #
-# Storage (BENCH_TESTS names "storage", as by default): NVMe-oF with its
-# target (nvmet, a null_blk namespace) in guest b and its host in guest a,
-# over nvme-rdma on rsiw, on siw, and over nvme-tcp on the same link
-# (driver "nvmetcp"; nvmet-rdma on 4420, nvmet-tcp on 4421), transports
-# alternating by repetition: the fio jobs of tests/bench/nvme_fio.sh, and
-# each guest's CPU per I/O (cpu_us_per_io_a: the host, _b: the target),
-# sampled in the middle of each job. Cost: 440 s for the 2 default
-# repetitions, measured on a host with a load average of 14 on 2 cores.
+# Storage (BENCH_TESTS names "storage", as by default): block devices
+# with their target (a null_blk) in guest b and their host in guest a
+# (tests/guest/blkdev.sh): NVMe-oF over nvme-rdma on rsiw and on siw,
+# RNBD over rsiw (driver "rnbd", after rsiw's NVMe-oF; BENCH_STORAGE_RNBD=0
+# leaves it out) and NVMe-oF over nvme-tcp on the same link (driver
+# "nvmetcp"; nvmet-rdma on 4420, nvmet-tcp on 4421, RTRS on 1234), units
+# alternating by repetition (nvme_fio.sh storage_units): the fio jobs of
+# tests/bench/nvme_fio.sh, and each guest's CPU per I/O (cpu_us_per_io_a:
+# the host, _b: the target), sampled in the middle of each job. Cost:
+# 440 s for the 2 default repetitions of rsiw, siw and nvme-tcp,
+# measured on a host with a load average of 14 on 2 cores; RNBD adds a
+# quarter to that.
 #
 # Knobs: BENCH_PAIR_REPS=2, BENCH_PAIR_MTUS="1500 9000", BENCH_PAIR_DUR=6
 # (seconds per bandwidth run; the CPU is sampled over its middle),
@@ -35,7 +39,7 @@ set -u
 . "$(dirname "$0")/../guest/lib.sh"
 . "$RSIW_TESTDIR/pair.sh"
 . "$RSIW_TESTDIR/perftest.sh"
-. "$RSIW_TESTDIR/nvmeof.sh"
+. "$RSIW_TESTDIR/blkdev.sh"
 . "$(dirname "$0")/nvme_fio.sh"
 
 REPS=${BENCH_PAIR_REPS:-2}
@@ -214,26 +218,29 @@ cpu_per_io() {
 		printf "%.1f", (y[1] - x[1]) / (y[2] - x[2]) * n * 1e6 / r }'
 }
 
-# storage MTU REP DRIVER: the fio jobs on the namespace of guest b's
-# target over nvme-rdma on DRIVER (rsiw or siw, in both guests), or over
-# nvme-tcp for DRIVER nvmetcp; both guests' CPU per I/O from /proc/stat
+# storage MTU REP UNIT: the fio jobs on the block device of guest b's
+# target over UNIT's transport (nvme_fio.sh storage_kind: NVMe-oF over
+# nvme-rdma on the driver UNIT, rsiw or siw, in both guests; over
+# nvme-tcp for UNIT nvmetcp; RNBD over rsiw for UNIT rnbd); both guests'
+# CPU per I/O from /proc/stat
 # samples taken in the job's measured window; guest a's TCP segments,
 # context switches and rsiw counters per I/O over the whole run (the _a
 # rows of storage_rec_counts and storage_rec_rdma).
 storage() {
-	local mtu=$1 rep=$2 drv=$3 tr=rdma port=1 svc=4420 job dev= out fig a0 a1 b0 b1 ca cb c0 c1 r0 r1
-	[ "$drv" = nvmetcp ] && tr=tcp port=2 svc=4421
+	local mtu=$1 rep=$2 drv=$3 job dev= out fig a0 a1 b0 b1 ca cb c0 c1 r0 r1
+	storage_kind "$drv"
+	local kind=$STORAGE_KIND
 	{
-		echo "=== storage: $drv mtu $mtu rep $rep (nvme-$tr)"
-		if [ $tr = tcp ]; then
+		echo "=== storage: $drv mtu $mtu rep $rep ($kind)"
+		if [ -z "$STORAGE_RDMA" ]; then
 			both "rdma link delete rsiw0 2>/dev/null; rdma link delete siw0 2>/dev/null; true"
 		else
-			drv_up "$drv"
+			drv_up "$STORAGE_RDMA"
 		fi &&
-			pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_port_up $port $tr $RSIW_PEER $svc" &&
-			nvme_connect "$RSIW_PEER" $tr $svc && dev=$(nvme_disk)
+			pair_run ". \$RSIW_TESTDIR/blkdev.sh && blk_export $kind $RSIW_PEER" &&
+			blk_attach $kind "$RSIW_PEER" && dev=$(blk_disk $kind)
 	} >>"$LOG" 2>&1
-	[ -n "$dev" ] || say "storage: $drv mtu $mtu rep $rep: no namespace over nvme-$tr (see runs.log)"
+	[ -n "$dev" ] || say "storage: $drv mtu $mtu rep $rep: no block device over $kind (see runs.log)"
 	for job in $STORAGE_JOBS; do
 		fig= ca= cb= a0= a1= b0= b1=
 		if [ -n "$dev" ]; then
@@ -266,8 +273,8 @@ storage() {
 		say "storage: $drv mtu $mtu rep $rep $job: ${fig:-fail} (IOPS p50us p99us MB/s), CPU us/IO host ${ca:-?} target ${cb:-?}"
 	done
 	{
-		nvme_disconnect $tr
-		pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_port_down $port"
+		blk_detach $kind
+		pair_run ". \$RSIW_TESTDIR/blkdev.sh && blk_unexport $kind"
 		both "rdma link delete rsiw0 2>/dev/null; rdma link delete siw0 2>/dev/null; true"
 	} >>"$LOG" 2>&1
 }
@@ -298,14 +305,12 @@ for mtu in ${MATRIX_MTUS-$MTUS}; do
 	done
 done
 if [[ " $TESTS " == *" storage "* ]]; then
-	pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_null_up gb=1 && nvme_subsys_up" >>"$LOG" 2>&1 ||
+	pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_null_up gb=1" >>"$LOG" 2>&1 ||
 		say "storage: the target in guest b failed (see runs.log)"
 	for mtu in $STORAGE_MTUS; do
 		both "ip link set eth0 mtu $mtu" || { say "MTU $mtu refused"; continue; }
 		for rep in $(seq "$REPS"); do
-			order="rsiw siw nvmetcp"
-			[ $((rep % 2)) = 0 ] && order="nvmetcp siw rsiw"
-			for drv in $order; do storage "$mtu" "$rep" $drv; done
+			for drv in $(storage_units "$rep" rsiw siw); do storage "$mtu" "$rep" $drv; done
 		done
 	done
 	pair_run ". \$RSIW_TESTDIR/nvmeof.sh && nvme_target_down" >>"$LOG" 2>&1

@@ -343,8 +343,10 @@ def storage_table(res, title, intro, cpu_metrics):
     rsiw/nvme-tcp and rsiw/siw of the medians and paired by repetition,
     and whether rsiw meets the goal (at least as good as nvme-tcp: the
     paired interval on the good side of 1; "not met" when it is on the
-    bad side, "tie" when it contains 1). cpu_metrics: [(metric, label)]
-    of the CPU per I/O rows. '' without storage rows."""
+    bad side, "tie" when it contains 1); when the run had RNBD over rsiw
+    ("rnbd"), its figures and RNBD/NVMe-oF on rsiw paired by repetition.
+    cpu_metrics: [(metric, label)] of the CPU per I/O rows. '' without
+    storage rows."""
     mtus = sorted({k[0] for k in res.seen if k[2].startswith("nvme_")}, key=int)
     if not mtus:
         return ""
@@ -362,18 +364,21 @@ def storage_table(res, title, intro, cpu_metrics):
     # transports the run had (BENCH_DRIVERS may leave siw out)
     ran = {k[1] for k in res.seen if storage_key(k)} | {d.split("-", 1)[1] for _, d in res.crashed
                                                         if d.startswith("storage-")}
+    rnbd = "rnbd" in ran
+    units = ("rsiw", "siw", "nvmetcp") + (("rnbd",) if rnbd else ())
     for mtu in mtus:
         lines += ["", f"### Storage, MTU {mtu}", "",
                   "| figure | unit | rsiw | siw | nvme-tcp | rsiw/nvme-tcp | paired [90% CI] | goal | "
-                  "rsiw/siw paired [90% CI] |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "rsiw/siw paired [90% CI] |" +
+                  (" RNBD on rsiw | RNBD/NVMe-oF on rsiw paired [90% CI] |" if rnbd else ""),
+                  "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if rnbd else "")]
         rows = [(t, z, m, lab, u, hb) for t, z, m, lab, u, hb in STORAGE_FIGURES]
         rows += [(t, z, m, f"CPU per I/O{ml}, {lab}", "CPU-us/IO", False)
                  for m, ml in cpu_metrics for t, z, lab in STORAGE_CPU_JOBS]
         for test, size, metric, label, unit, higher in rows:
             if not any(k[0] == mtu and k[2] == test and k[4] == metric for k in res.seen):
                 continue
-            med = {d: res.median(mtu, d, test, size, metric) for d in ("rsiw", "siw", "nvmetcp")}
+            med = {d: res.median(mtu, d, test, size, metric) for d in units}
             cell = {d: ("crash" if (mtu, "storage-" + d) in res.crashed and med[d] is None
                         else res.cell(mtu, d, test, size, metric, fmt_g) if d in ran
                         else "-") for d in med}
@@ -381,7 +386,9 @@ def storage_table(res, title, intro, cpu_metrics):
                          f"{ratio(med['rsiw'], med['nvmetcp'])} | "
                          f"{paired(res, mtu, 'rsiw', 'nvmetcp', test, size, metric)} | "
                          f"{verdict(paired_ci(res, mtu, 'rsiw', 'nvmetcp', test, size, metric), higher)} | "
-                         f"{paired(res, mtu, 'rsiw', 'siw', test, size, metric)} |")
+                         f"{paired(res, mtu, 'rsiw', 'siw', test, size, metric)} |" +
+                         (f" {cell['rnbd']} | {paired(res, mtu, 'rnbd', 'rsiw', test, size, metric)} |"
+                          if rnbd else ""))
         counts = sorted({k[4] for k in res.seen if k[0] == mtu and k[2].startswith("nvme_")
                          and k[4].split("_per_io")[0] in COUNT_LABELS and "_per_io" in k[4]},
                         key=lambda m: list(COUNT_LABELS).index(m.split("_per_io")[0]))
@@ -389,15 +396,16 @@ def storage_table(res, title, intro, cpu_metrics):
             lines += ["", "What each I/O took (medians; over the whole fio run, TCP segments both ways; "
                       "rsiw's device counters summed over its links in the guest" +
                       (", guest a" if any(m.endswith("_a") for m in counts) else "") + "):", "",
-                      "| job | per I/O | rsiw | siw | nvme-tcp |", "|---|---|---|---|---|"]
+                      "| job | per I/O | rsiw | siw | nvme-tcp |" + (" RNBD on rsiw |" if rnbd else ""),
+                      "|---|---|---|---|---|" + ("---|" if rnbd else "")]
             for test, size, label in STORAGE_CPU_JOBS:
                 for m in counts:
                     if not any(k[0] == mtu and k[2] == test and k[4] == m for k in res.seen):
                         continue
-                    c = {d: res.median(mtu, d, test, size, m) for d in ("rsiw", "siw", "nvmetcp")}
+                    c = {d: res.median(mtu, d, test, size, m) for d in units}
                     f = lambda v: "" if v is None else fmt_g(v)  # noqa: E731
                     lines.append(f"| {label} | {COUNT_LABELS[m.split('_per_io')[0]]} | {f(c['rsiw'])} | "
-                                 f"{f(c['siw'])} | {f(c['nvmetcp'])} |")
+                                 f"{f(c['siw'])} | {f(c['nvmetcp'])} |" + (f" {f(c['rnbd'])} |" if rnbd else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -414,7 +422,9 @@ STORAGE_INTRO = (
     "on the same addresses; transports alternating by repetition in one boot. Latency: fio's total "
     "latency (submission to completion). Ratio = rsiw/nvme-tcp: the goal is rsiw at least as fast as "
     "nvme-tcp on every figure (for latency and CPU, lower is better); paired: each repetition's runs "
-    "as a pair, the geometric mean of their ratios and its 90% confidence interval.")
+    "as a pair, the geometric mean of their ratios and its 90% confidence interval. RNBD on rsiw (when "
+    "the run had it): rnbd-client and rnbd-server over RTRS on the same rsiw devices, null_blk and fio "
+    "jobs, run right after NVMe-oF on rsiw; its ratio is RNBD/NVMe-oF, paired the same way.")
 
 
 def pair_table(out):

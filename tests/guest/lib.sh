@@ -150,6 +150,17 @@ wait_unlisten() {
 	return 1
 }
 
+# wait_until COND...: waits (30 s at most, scaled by tmo) until the
+# command COND succeeds, trying it every 0.2 s.
+wait_until() {
+	local n=$(($(tmo 30) * 5))
+	until "$@"; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || return 1
+		snooze 0.2
+	done
+}
+
 topo_up() { # [MTU]
 	local mtu=${1:-1500}
 	topo_down

@@ -5,8 +5,8 @@
 # `nvme connect` writes there), and a veth pair in the initial network
 # namespace whose traffic crosses the veth.
 #
-# Used by rsiw_nvmeof.sh, storage.sh (pair_storage.sh), and the storage
-# sections of tests/bench/bench.sh and pair_bench.sh.
+# Used by rsiw_nvmeof.sh, storage.sh (pair_storage.sh), and blkdev.sh
+# (the storage sections of tests/bench/bench.sh and pair_bench.sh).
 #
 # nvmet-rdma and nvme-rdma create their rdma_cm ids in the initial network
 # namespace (a fixed &init_net in both), so in one guest the target and the
@@ -69,12 +69,13 @@ nvme_target_down() {
 		[ -d "$p" ] && nvme_port_down "${p##*/}"
 	done
 	[ ! -d $sub ] || rmdir $sub/namespaces/1 $sub
-	nvme_unload nvmet_rdma nvmet_tcp nvmet null_blk
+	mod_unload nvmet_rdma nvmet_tcp nvmet null_blk
 }
 
-# nvme_unload MODULE...: unloads each MODULE that is loaded (modprobe -r
-# of one that is not fails).
-nvme_unload() {
+# mod_unload MODULE...: unloads each MODULE that is loaded (modprobe -r
+# of one that is not fails), with the modules it used that nothing else
+# uses.
+mod_unload() {
 	local m rc=0
 	for m in "$@"; do
 		[ ! -d /sys/module/$m ] || modprobe -r $m || rc=1
@@ -83,17 +84,15 @@ nvme_unload() {
 }
 
 # nvme_connect ADDR [TRTYPE [SVCID]]: the host (nvme-TRTYPE, default
-# rdma on 4420) connects to NVME_NQN at ADDR:SVCID and waits (20 s at
-# most) for its namespace's block device.
+# rdma on 4420) connects to NVME_NQN at ADDR:SVCID and waits (lib.sh's
+# wait_until) for its namespace's block device.
 nvme_connect() {
 	modprobe "nvme-${2:-rdma}" &&
 		echo "transport=${2:-rdma},traddr=$1,trsvcid=${3:-4420},nqn=$NVME_NQN" >/dev/nvme-fabrics || return 1
-	for _ in $(seq 100); do
-		nvme_disk >/dev/null && return 0
-		sleep 0.2
-	done
-	echo "nvme_connect: no namespace" >&2
-	return 1
+	wait_until nvme_disk >/dev/null || {
+		echo "nvme_connect: no namespace" >&2
+		return 1
+	}
 }
 
 # nvme_disk: the block device of the connected controller's namespace.
@@ -114,7 +113,7 @@ nvme_disconnect() {
 	for c in /sys/class/nvme/nvme*; do
 		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] && echo 1 >"$c/delete_controller"
 	done
-	nvme_unload "nvme_${1:-rdma}"
+	mod_unload "nvme_${1:-rdma}"
 }
 
 # nvme_veth_up [MTU]: the veth pair nva (NVME_IP_A) and nvb (NVME_IP_B)

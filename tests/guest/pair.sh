@@ -148,6 +148,18 @@ pair_rping_there() {
 	pair_wait $id 30
 }
 
+# pair_no_rdma_left [PATTERN]: no QP, CM id or MR in either guest (in
+# guest b none but on lines that match the grep PATTERN, without a
+# single quote: a listener that stays there, say).
+pair_no_rdma_left() {
+	local t
+	for t in qp cm_id mr; do
+		[ -z "$(rdma res show $t)" ] || { rdma res show $t; return 1; }
+	done
+	pair_run "for t in qp cm_id mr; do [ -z \"\$(rdma res show \$t | grep -v '${1:-^$}')\" ] ||
+		{ rdma res show \$t; exit 1; }; done"
+}
+
 # pair_diag PID: what a stuck RDMA program (PID, here) and both guests
 # show: the QPs' state and counts, the TCP connections' queues and the
 # program's kernel stack, guest b's perftest processes' too; for the

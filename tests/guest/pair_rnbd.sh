@@ -17,52 +17,38 @@
 # Cost: about 1 minute of two one-vCPU guests (measured once).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pair.sh"
+. "$(dirname "$0")/blkdev.sh"
 
 ktap_print_header
 ktap_set_plan 7
 
-CTL=/sys/class/rnbd-client/ctl
-
 # server_up KIND: guest b's only device on eth0 is one of KIND (rsiw or
-# siw), with null_blk and the RNBD server.
+# siw), with null_blk and the RNBD server (blkdev.sh).
 server_up() {
-	pair_run "rmmod rnbd_server rtrs_server rtrs_core 2>/dev/null;
+	pair_run ". \$RSIW_TESTDIR/blkdev.sh && rmmod rnbd_server rtrs_server rtrs_core 2>/dev/null;
 		rdma link delete rsiw0 2>/dev/null; rdma link delete siw0 2>/dev/null;
 		case $1 in rsiw) load_rsiw ;; siw) load_siw ;; esac &&
 		rdma link add ${1}0 type $1 netdev eth0 &&
-		modprobe null_blk memory_backed=1 gb=1 nr_devices=1 &&
-		modprobe rtrs-server always_invalidate=N && modprobe rnbd-server" 120
+		modprobe null_blk memory_backed=1 gb=1 nr_devices=1 && rnbd_server_up" 120
 }
 
-map() {
-	echo "sessname=pair$1 path=ip:$RSIW_PEER device_path=/dev/nullb0" >$CTL/map_device
+# map KIND: the client maps guest b's null_blk in session pairKIND
+# (blkdev.sh's rnbd_map: at once, or not at all).
+map() { rnbd_map "pair$1" "ip:$RSIW_PEER"; }
+
+# io: fio verify (blkdev.sh) on the mapped device
+io() {
+	local d
+	d=$(rnbd_disk pairrsiw) && blk_fio_verify "$d" randwrite 16 8m && blk_fio_verify "$d" write 1 4m
 }
 
-fio_verify() {
-	[ -b /dev/rnbd0 ] || { echo "no /dev/rnbd0"; return 1; }
-	timeout $(tmo 300) fio --name=rnbd --filename=/dev/rnbd0 --direct=1 \
-		--ioengine=libaio --rw="$1" --iodepth="$2" --bs=16k --size="$3" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
-		--randrepeat=0 --output-format=terse >/tmp/rnbd-fio.out 2>&1 ||
-		{ cat /tmp/rnbd-fio.out; return 1; }
-}
+# no_rdma_left: no QP, CM id or MR left in either guest but guest b's
+# listening rtrs-server.
+no_rdma_left() { pair_no_rdma_left "state LISTEN .*rtrs_server"; }
 
-io() { fio_verify randwrite 16 8m && fio_verify write 1 4m; }
-
-# no_rdma_left: no QP, CM id or MR left in either guest.
-no_rdma_left() {
-	local t
-	for t in qp cm_id mr; do
-		[ -z "$(rdma res show $t)" ] || { rdma res show $t; return 1; }
-	done
-	pair_run 'for t in qp cm_id mr; do [ -z "$(rdma res show $t | grep -v "state LISTEN .*rtrs_server")" ] || { rdma res show $t; exit 1; }; done'
-}
-
-unmap() {
-	echo normal >/sys/block/rnbd0/rnbd/unmap_device &&
-		for _ in $(seq 50); do [ -e /dev/rnbd0 ] || break; snooze 0.2; done &&
-		[ ! -e /dev/rnbd0 ] && snooze 1 && no_rdma_left
-}
+# unmap [KIND]: the device of session pairKIND (default rsiw) unmapped,
+# nothing left.
+unmap() { rnbd_unmap "pair${1:-rsiw}" && snooze 1 && no_rdma_left; }
 
 setup() {
 	pair_up && load_rsiw && rdma link add rsiw0 type rsiw netdev eth0 &&
@@ -73,7 +59,7 @@ setup() {
 toward_siw() {
 	if map siw; then
 		echo "mapped over siw"
-		unmap
+		unmap siw
 		return 1
 	fi
 	dmesg | grep -E 'rtrs_client|TERMINATE' | tail -n 3

@@ -39,38 +39,33 @@ all_of() {
 	return $rc
 }
 
-# no_rdma_left: no QP, CM id or MR left in either guest.
-no_rdma_left() {
-	local t
-	for t in qp cm_id mr; do
-		[ -z "$(rdma res show $t)" ] || { rdma res show $t; return 1; }
-	done
-	pair_run 'for t in qp cm_id mr; do [ -z "$(rdma res show $t)" ] || { rdma res show $t; exit 1; }; done'
+# block_case PROTO LABEL TARGET_WHERE HOST_WHERE: a block device over
+# PROTO, nvme (nvmet-rdma target, nvme-rdma host) or iser (LIO target
+# with an iSER portal, open-iscsi initiator): set up, data written and
+# read back, torn down.
+block_case() {
+	local l=$2 t=$3 h=$4 ta s
+	ta=$(addr "$t")
+	# each step's words and function: target up, host attaches, its
+	# disk, host detaches, target down
+	case $1 in
+	nvme) s=("nvmet-rdma target listening" nvme_target_up "nvme-rdma host connects" nvme_connect
+		nvme_disk nvme_disconnect nvme_target_down "controller deleted") ;;
+	iser) s=("LIO target with an iSER portal" iser_target_up "open-iscsi logs in over iSER" iser_login
+		iser_disk iser_logout iser_target_down logout) ;;
+	esac
+	check "$l: ${s[0]}" on "$t" "${s[1]} $ta"
+	check "$l: ${s[2]}" on "$h" "${s[3]} $ta"
+	check "$l: 3 MiB written and read back (4 KiB, 64 KiB, 1 MiB blocks)" \
+		on "$h" "blk_data \"\$(${s[4]})\""
+	block_end() { all_of "on $h ${s[5]}" "on $t ${s[6]}" pair_no_rdma_left; }
+	check "$l: ${s[7]}, target removed, no RDMA object left" block_end
 }
 
-# nvme_case LABEL TARGET_WHERE HOST_WHERE
-nvme_case() {
-	local l=$1 t=$2 h=$3 ta
-	ta=$(addr "$t")
-	check "$l: nvmet-rdma target listening" on "$t" "nvme_target_up $ta"
-	check "$l: nvme-rdma host connects" on "$h" "nvme_connect $ta"
-	check "$l: 3 MiB written and read back (4 KiB, 64 KiB, 1 MiB blocks)" \
-		on "$h" 'blk_data "$(nvme_disk)"'
-	nvme_end() { all_of "on $h nvme_disconnect" "on $t nvme_target_down" no_rdma_left; }
-	check "$l: controller deleted, target removed, no RDMA object left" nvme_end
-}
-
-# iser_case LABEL TARGET_WHERE INITIATOR_WHERE
-iser_case() {
-	local l=$1 t=$2 i=$3 ta
-	ta=$(addr "$t")
-	check "$l: LIO target with an iSER portal" on "$t" "iser_target_up $ta"
-	check "$l: open-iscsi logs in over iSER" on "$i" "iser_login $ta"
-	check "$l: 3 MiB written and read back (4 KiB, 64 KiB, 1 MiB blocks)" \
-		on "$i" 'blk_data "$(iser_disk)"'
-	iser_end() { all_of "on $i iser_logout" "on $t iser_target_down" no_rdma_left; }
-	check "$l: logout, target removed, no RDMA object left" iser_end
-}
+# nvme_case LABEL TARGET_WHERE HOST_WHERE, iser_case LABEL TARGET_WHERE
+# INITIATOR_WHERE
+nvme_case() { block_case nvme "$@"; }
+iser_case() { block_case iser "$@"; }
 
 # smb_case LABEL SERVER_WHERE CLIENT_WHERE
 smb_case() {
@@ -92,7 +87,7 @@ smb_case() {
 	}
 	check "$l: a tree copied client to server, same checksums" up
 	check "$l: a tree copied server to client, same checksums" down
-	smb_end() { all_of "on $c smb_umount" "on $s smb_server_down" no_rdma_left; }
+	smb_end() { all_of "on $c smb_umount" "on $s smb_server_down" pair_no_rdma_left; }
 	check "$l: unmount, server stopped, no RDMA object left" smb_end
 }
 

@@ -22,9 +22,12 @@
 # answers each I/O with a Send with Immediate carrying a new rkey, which
 # RFC 7306 cannot express (docs/design.md, "RFC 7306 and RTRS").
 #
-# Cost: about 90-110 s on the standard kernel (one guest CPU, 86 and 110 s
-# measured; fio's four verify runs take half of it).
+# Cost: about 90-110 s on the standard kernel beside other work (one
+# guest CPU, 86 and 110 s measured, 27 s on a quiet host; fio's four
+# verify runs take half of it); on the debug kernel (tests/run-debug
+# rsiw_rnbd.sh) 107 s at a host load of 1.5, 216 s at 5-6.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/blkdev.sh"
 
 # what the capture check prints when it passes (check shows a check's
 # output only when it fails)
@@ -34,7 +37,6 @@ ktap_print_header
 ktap_set_plan 10
 
 SESS=rsiwsess
-CTL=/sys/class/rnbd-client/ctl
 IWARP=${IWARP:-$RSIW_REPO/target/release/iwarp}
 ADDR=198.18.2.2
 
@@ -45,44 +47,21 @@ setup() {
 		ip link set rna up && ip link set rnb up &&
 		load_rsiw && rdma link add rsiwr1 type rsiw netdev rnb &&
 		modprobe null_blk memory_backed=1 gb=1 nr_devices=1 &&
-		modprobe rtrs-server always_invalidate=N && modprobe rnbd-server &&
-		modprobe rnbd-client
+		rnbd_server_up && modprobe rnbd-client
 }
 
-# wait_for COND...: up to 30 s (scaled) for COND to hold.
-wait_for() {
-	local i
-	for i in $(seq $((150 * ${RSIW_TIMEOUT_SCALE:-1}))); do
-		"$@" && return 0
-		snooze 0.2
-	done
-	return 1
-}
-
-dev_there() { [ -b /dev/rnbd0 ]; }
-dev_gone() { [ ! -e /dev/rnbd0 ]; }
-
+# map: the server's null_blk in session SESS, over the one device
+# (blkdev.sh's rnbd_map); its state.
 map() {
-	echo "sessname=$SESS path=ip:$ADDR@ip:$ADDR device_path=/dev/nullb0" >$CTL/map_device &&
-		wait_for dev_there &&
-		grep -H . /sys/block/rnbd0/rnbd/state /sys/block/rnbd0/rnbd/session 2>/dev/null
+	local d
+	rnbd_map $SESS "ip:$ADDR@ip:$ADDR" && d=$(rnbd_disk $SESS) &&
+		grep -H . "/sys/block/${d#/dev/}/rnbd/state" "/sys/block/${d#/dev/}/rnbd/session"
 }
 
-unmap() {
-	echo normal >/sys/block/rnbd0/rnbd/unmap_device && wait_for dev_gone
-}
+unmap() { rnbd_unmap $SESS; }
 
-# fio_verify RW QD SIZE: fio writes SIZE with RW at queue depth QD and
-# verifies every block (crc32c headers), O_DIRECT.
-fio_verify() {
-	[ -b /dev/rnbd0 ] || { echo "no /dev/rnbd0"; return 1; }
-	timeout $(tmo 300) fio --name=rnbd --filename=/dev/rnbd0 --direct=1 \
-		--ioengine=libaio --rw="$1" --iodepth="$2" --bs=16k --size="$3" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
-		--randrepeat=0 \
-		--output-format=terse --minimal >/tmp/rnbd-fio.out 2>&1 ||
-		{ cat /tmp/rnbd-fio.out; return 1; }
-}
+# fio_verify RW QD SIZE: blkdev.sh's blk_fio_verify on the mapped device.
+fio_verify() { blk_fio_verify "$(rnbd_disk $SESS)" "$@"; }
 
 io() {
 	fio_verify write 1 8m && fio_verify randwrite 16 8m &&
@@ -139,7 +118,7 @@ flap() {
 	p=$(path_dir) && [ -n "$p" ] || return 1
 	ip link set rnb down && snooze 1 && ip link set rnb up &&
 		echo 1 >"$p/reconnect" &&
-		wait_for connected && grep -H . "$p/state" && fio_verify randwrite 16 4m
+		wait_until connected && grep -H . "$p/state" && fio_verify randwrite 16 4m
 }
 
 # server_restart: the server module goes away under the mapped device
@@ -150,13 +129,13 @@ server_restart() {
 	# rmmod, not modprobe -r, which would take rtrs-server along (and its
 	# always_invalidate=N: a default rtrs-server posts Sends with
 	# Immediate, which fail with EINVAL)
-	rmmod rnbd_server && wait_for disconnected && modprobe rnbd-server &&
+	rmmod rnbd_server && wait_until disconnected && modprobe rnbd-server &&
 		echo 1 >"$p/reconnect" 2>/dev/null
-	wait_for connected && fio_verify write 16 4m
+	wait_until connected && fio_verify write 16 4m
 }
 
 teardown() {
-	[ -e /sys/block/rnbd0 ] && unmap
+	rnbd_disk $SESS >/dev/null && unmap
 	modprobe -r rnbd-client rnbd-server rtrs-server rtrs-client rtrs-core null_blk
 }
 

@@ -76,9 +76,9 @@ unload() {
 }
 
 # iser_login ADDR: open-iscsi logs in to ISER_IQN at ADDR:3260 over iSER
-# and waits (20 s at most) for the session's SCSI disk.
+# and waits (wait_until) for the session's SCSI disk.
 iser_login() {
-	local p=$1:3260 i
+	local p=$1:3260
 	modprobe sd_mod && modprobe ib_iser || return 1
 	# open-iscsi keeps its node records under /etc/iscsi
 	if ! mountpoint -q /etc/iscsi; then
@@ -92,12 +92,10 @@ iser_login() {
 		iscsiadm -m session
 		return 1
 	}
-	for ((i = 0; i < 100; i++)); do
-		iser_disk >/dev/null && return 0
-		sleep 0.2
-	done
-	echo "iser_login: no disk" >&2
-	return 1
+	wait_until iser_disk >/dev/null || {
+		echo "iser_login: no disk" >&2
+		return 1
+	}
 }
 
 # iser_disk: the block device of the iSCSI session's disk (/dev/sdX).
