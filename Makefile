@@ -42,7 +42,8 @@ all: module
 kernel:
 	@$(KDIR_CMD) >/dev/null
 
-# (with the test module tests/kmod/rsiw_frmr_test.ko, for rsiw_hostile.sh)
+# (with the test modules tests/kmod/rsiw_frmr_test.ko, for rsiw_hostile.sh
+# and rsiw_atomic.sh, and tests/kmod/rsiw_atomic_test.ko, for rsiw_atomic.sh)
 module:
 	@kdir=$$($(KDIR_CMD)) && \
 	$(MAKE) -C "$$kdir" M=$(ROOT) $(KMAKE_VARS) modules && \

@@ -86,6 +86,7 @@ use tx::TxState;
 
 pub(crate) use crate::state::qp::QpState;
 
+mod atomic;
 pub(crate) mod counter;
 mod create;
 pub(crate) mod details;
@@ -411,7 +412,7 @@ impl Qp {
         if wr.flags.contains(WqeFlags::SIGNALLED) || self.sig_all || status != Status::Success {
             let c = Cqe {
                 id: wr.id,
-                flags: WqeFlags::empty(),
+                flags: atomic::cqe_flags(&wr),
                 opcode: wr.opcode,
                 status,
                 bytes,

@@ -79,6 +79,10 @@ impl Driver for RsiwDriver {
             max_srq_sge: limits::MAX_SGE,
             max_fast_reg_page_list_len: limits::MAX_FRMR_PAGES,
             mem_mgt_extensions: true,
+            // Kernel QPs carry out RFC 7306 atomics with the CPU's own
+            // 64-bit compare-and-exchange on the target (see
+            // `mem::access::MemRef::atomic`).
+            atomic_glob: true,
         }
     }
 

@@ -25,7 +25,7 @@ use super::{Mem, MemKind, Pbl};
 use crate::kif::{
     compat::sync::SpinLockIrq,
     rcu_xarray::{LookupCache, RcuXArray},
-    rdma::umem::{kernel_slice, kernel_write},
+    rdma::umem::{kernel_atomic_update, kernel_slice, kernel_write},
     siw::Status,
 };
 use crate::state::gate::{InvalidateError, Ticket};
@@ -43,8 +43,9 @@ pub(crate) const REMOTE_READ: u32 = 4;
 pub(crate) const REMOTE_ATOMIC: u32 = 8;
 /// Memory window bind.
 pub(crate) const MW_BIND: u32 = 16;
-/// The flags an iWARP memory object keeps.
-pub(crate) const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
+/// The flags an iWARP memory object keeps (remote atomic: RFC 7306, for
+/// kernel QPs).
+pub(crate) const IWARP_MASK: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 
 /// Why a memory reference was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +157,25 @@ impl MemRef {
     pub(crate) fn write(&self, addr: u64, data: &[u8]) -> core::result::Result<(), MemFault> {
         let _inside = self.enter()?;
         mem_write(&self.mem, addr, data).map_err(|_| MemFault::Copy)
+    }
+
+    /// Replaces the 64-bit word at `addr` (within the range checked) by
+    /// `f` of its value, inside the registration it was checked against,
+    /// and returns the value before: the target of an RFC 7306 Atomic
+    /// Operation. It is a real 64-bit atomic (the CPU's
+    /// compare-and-exchange on the word, retried until it holds), not a
+    /// device lock: atomic with respect to every atomic of this device on
+    /// any QP and to the CPU's own atomic accesses to the word, which is
+    /// why the device advertises `IB_ATOMIC_GLOB`. [`MemFault::Copy`]
+    /// when the word's kernel address is not 8-aligned (a user region
+    /// whose user and tagged addresses differ in their low bits).
+    pub(crate) fn atomic(
+        &self,
+        addr: u64,
+        f: impl FnMut(u64) -> u64,
+    ) -> core::result::Result<u64, MemFault> {
+        let _inside = self.enter()?;
+        mem_atomic(&self.mem, addr, f).map_err(|_| MemFault::Copy)
     }
 
     /// A contiguous piece of the memory at `addr` (within the range
@@ -346,6 +366,25 @@ fn mem_slice(mem: &Mem, addr: u64, max: u32) -> Result<&[u8]> {
             let (kernel_addr, room) = pbl_addr(mem, pbl, addr)?;
             let len = u64::from(max).min(room) as usize;
             kernel_slice(mem, kernel_addr, len)
+        }
+    }
+}
+
+/// The atomic update of the word at `addr` of `mem` (see
+/// [`MemRef::atomic`]). The caller checked the bounds.
+fn mem_atomic(mem: &Mem, addr: u64, f: impl FnMut(u64) -> u64) -> Result<u64> {
+    match &mem.kind {
+        MemKind::User(umem) => {
+            let off = addr.checked_sub(mem.va.get()).ok_or(EFAULT)?;
+            umem.atomic_update(usize::try_from(off).map_err(|_| EFAULT)?, f)
+        }
+        MemKind::Dma => kernel_atomic_update(addr, f),
+        MemKind::Pbl(pbl) => {
+            let (kernel_addr, room) = pbl_addr(mem, pbl, addr)?;
+            if room < 8 {
+                return Err(EFAULT);
+            }
+            kernel_atomic_update(kernel_addr, f)
         }
     }
 }

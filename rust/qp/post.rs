@@ -7,7 +7,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{imm, tx, Qp};
+use super::{atomic, imm, tx, Qp};
 use crate::base::{stats::Counter, RsiwDriver};
 use crate::kif::{
     rdma::wr::{RecvWrs, SendKind, SendWr, SendWrs},
@@ -37,6 +37,10 @@ fn opcode(kind: &SendKind<RsiwDriver>) -> Opcode {
             invalidate_local: true,
             ..
         } => Opcode::ReadLocalInv,
+        SendKind::Atomic { cmp_swap: true, .. } => Opcode::CmpSwap,
+        SendKind::Atomic {
+            cmp_swap: false, ..
+        } => Opcode::FetchAdd,
         SendKind::LocalInv { .. } => Opcode::InvalStag,
         SendKind::RegMr { .. } => Opcode::RegMr,
     }
@@ -89,6 +93,7 @@ fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
             sqe.raddr = raddr;
             sqe.rkey = rkey;
         }
+        SendKind::Atomic { .. } => atomic::set_sqe(&mut sqe, &wr.kind)?,
         SendKind::LocalInv { stag } => sqe.rkey = stag,
         SendKind::RegMr {
             mr,

@@ -13,11 +13,14 @@ use super::lockfree::LockFree;
 use crate::kif::siw::{Opcode, RawOpcode, Sge, Sqe, WqeFlags};
 use crate::mem::access::MemRef;
 use crate::state::fifo::{self, Slots};
-use crate::wire::rdmap::ReadRequest;
+use crate::wire::{
+    rdmap::ReadRequest,
+    rfc7306::{AtomicRequest, Outstanding},
+};
 
 /// Largest TERMINATE ULPDU: header (22), DDP segment length (2) and a
-/// copied Read Request header (46).
-pub(super) const TERM_MAX: usize = 72;
+/// copied header, at most an RFC 7306 Atomic Request's (70).
+pub(super) const TERM_MAX: usize = 94;
 
 /// A bounded first-in first-out queue in a `KVec` whose capacity (ORD or
 /// IRD) is set when the connection starts; none before.
@@ -42,7 +45,9 @@ pub(crate) struct OutboundRead {
     pub(crate) id: u64,
     /// Work request flags.
     pub(crate) flags: WqeFlags,
-    /// [`Opcode::Read`] or [`Opcode::ReadLocalInv`].
+    /// [`Opcode::Read`] or [`Opcode::ReadLocalInv`], or an RFC 7306
+    /// atomic ([`Opcode::FetchAdd`], [`Opcode::CmpSwap`], sharing ORD
+    /// with the Reads), whose response is an Atomic Response.
     pub(crate) opcode: Opcode,
     /// The sink SGE (STag = lkey, TO = address).
     pub(crate) sink: Sge,
@@ -50,9 +55,16 @@ pub(crate) struct OutboundRead {
     pub(crate) mem: Option<MemRef>,
     /// Octets of the response placed so far.
     pub(crate) placed: u32,
+    /// The Request Identifier of an atomic (0 for a Read).
+    pub(crate) req_id: u32,
 }
 
 impl OutboundRead {
+    /// Whether it is an atomic (not a Read).
+    pub(crate) fn is_atomic(&self) -> bool {
+        matches!(self.opcode, Opcode::FetchAdd | Opcode::CmpSwap)
+    }
+
     /// What its completion needs.
     pub(crate) fn wr(&self) -> WrRef {
         WrRef {
@@ -125,6 +137,19 @@ impl OutboundReads {
         core::mem::replace(&mut self.q, q)
     }
 
+    /// What the oldest outstanding request is (an atomic answers with
+    /// an Atomic Response, a Read with a Read Response); `None` when
+    /// nothing is outstanding.
+    pub(crate) fn head_kind(&mut self) -> Option<Outstanding> {
+        self.q.head_mut().map(|h| {
+            if h.is_atomic() {
+                Outstanding::Atomic(h.req_id)
+            } else {
+                Outstanding::Read
+            }
+        })
+    }
+
     /// ORD: how many Reads may be outstanding (0 before the connection
     /// started, or when it allows none).
     pub(crate) fn capacity(&self) -> usize {
@@ -171,13 +196,23 @@ impl OutboundReads {
     }
 }
 
-/// An inbound RDMA Read Request to answer.
+/// An inbound request of queue 1 to answer: an RDMA Read Request or an
+/// RFC 7306 Atomic Request (which share IRD).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct InboundRead {
     /// The request.
-    pub(crate) request: ReadRequest,
+    pub(crate) request: Inbound,
     /// Its MSN (for the copied header of a TERMINATE).
     pub(crate) msn: u32,
+}
+
+/// What an [`InboundRead`] asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Inbound {
+    /// An RDMA Read Request.
+    Read(ReadRequest),
+    /// An Atomic Request.
+    Atomic(AtomicRequest),
 }
 
 /// A TERMINATE ULPDU waiting to be sent.

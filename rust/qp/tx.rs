@@ -35,7 +35,7 @@ use kernel::{
 
 use self::emit::Sent;
 use self::job::Kind;
-use super::reads::{Fifo, TermMsg, TERM_MAX};
+use super::reads::{Fifo, Inbound, TermMsg, TERM_MAX};
 use super::{Conn, Qp, QpState};
 use crate::base::limits;
 use crate::base::stats::Counter;
@@ -49,6 +49,7 @@ use crate::wire::{
     term::build_terminate,
 };
 
+mod atomic;
 mod emit;
 mod imm;
 mod job;
@@ -358,7 +359,10 @@ fn inbound_reads_job(qp: &Arc<Qp>, tx: &mut TxState, state: QpState) -> Option<N
     if qp.lockfree.tx_held() {
         return Some(Next::Idle);
     }
-    Some(read::response_job(qp, tx, request))
+    Some(match request.request {
+        Inbound::Read(r) => read::response_job(qp, tx, r, request.msn),
+        Inbound::Atomic(a) => atomic::response_job(qp, tx, a, request.msn),
+    })
 }
 
 /// Handles a job (of `kind`, `total` octets) whose last octet went to

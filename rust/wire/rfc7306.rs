@@ -280,6 +280,42 @@ impl AtomicResponse {
     }
 }
 
+/// The oldest outstanding request of a requester's queue 1, whose
+/// response is due next: the responder answers Read Requests and Atomic
+/// Requests in the order they came (they share queue 1, RFC 7306 section
+/// 5.2), so a requester keeps one queue of both and matches each
+/// response against its head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outstanding {
+    /// An RDMA Read: a Read Response is due.
+    Read,
+    /// An atomic with this Request Identifier: an Atomic Response is due.
+    Atomic(u32),
+}
+
+impl AtomicResponse {
+    /// [`AtomicResponse::check`] against the requester's head of queue 1
+    /// (`None`: nothing outstanding): while a Read's Read Response is due
+    /// an Atomic Response comes out of order: "unexpected OpCode".
+    pub fn check_head(&self, head: Option<Outstanding>) -> Result<(), ProtocolError> {
+        match head {
+            Some(Outstanding::Read) => Err(RdmapError::UnexpectedOpcode.into()),
+            Some(Outstanding::Atomic(id)) => self.check(Some(id)),
+            None => self.check(None),
+        }
+    }
+}
+
+/// The requester's check of a Read Response segment against its head of
+/// queue 1 (see [`Outstanding`]): none outstanding, or an atomic's Atomic
+/// Response due, makes it "unexpected OpCode".
+pub fn check_read_response_head(head: Option<Outstanding>) -> Result<(), RdmapError> {
+    match head {
+        Some(Outstanding::Read) => Ok(()),
+        Some(Outstanding::Atomic(_)) | None => Err(RdmapError::UnexpectedOpcode),
+    }
+}
+
 /// Checks the one segment of an RFC 7306 message (Immediate Data, Atomic
 /// Request or Atomic Response): exactly its header, MO 0, L set (each
 /// consumes one untagged buffer, carries no ULP payload, and Immediate

@@ -4,11 +4,13 @@
  * registration MR, for the hostile peer's frmr_* scenarios (issue #34
  * items 1-2; tests/guest/rsiw_hostile.sh loads it).
  *
- *   insmod rsiw_frmr_test.ko addr=IPV4 [port=N]     (in the netns to listen in)
+ *   insmod rsiw_frmr_test.ko addr=IPV4 [port=N] [atomic=1]
+ *                                                   (in the netns to listen in)
  *
  * Per connection: a PD, a CQ, a QP, 512 KiB of kernel pages (physically
  * contiguous 64 KiB chunks) filled with a pattern, an MR of type
- * IB_MR_TYPE_MEM_REG mapped over them (remote read and write). The
+ * IB_MR_TYPE_MEM_REG mapped over them (remote read and write; with
+ * atomic=1 also remote atomic, for tests/kmod/rsiw_atomic_test.ko). The
  * accept's private data carries the MR: address (be64), STag (be32),
  * length (be32). Once the connection is established the MR is registered
  * (IB_WR_REG_MR) and the parameter "registered" counts it.
@@ -47,6 +49,9 @@ MODULE_PARM_DESC(addr, "IPv4 address to listen on");
 static int port = 7193;
 module_param(port, int, 0444);
 MODULE_PARM_DESC(port, "port to listen on");
+static bool atomic;
+module_param(atomic, bool, 0444);
+MODULE_PARM_DESC(atomic, "the MRs grant remote atomic access too");
 static int registered, conns, checked, corrupt;
 module_param(registered, int, 0444);
 MODULE_PARM_DESC(registered, "MRs registered since the load");
@@ -285,6 +290,8 @@ static void conn_register(struct conn *c)
 	};
 	int rc;
 
+	if (atomic)
+		wr.access |= IB_ACCESS_REMOTE_ATOMIC;
 	mutex_lock(&lock);
 	/* (not if the unload took the connection meanwhile) */
 	rc = list_empty(&c->node) ? -ENOTCONN : post_wait(c, &wr.wr);

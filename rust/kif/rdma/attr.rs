@@ -50,6 +50,9 @@ pub struct DeviceCaps {
     pub max_fast_reg_page_list_len: u32,
     /// The device supports memory management extensions (REG_MR, LOCAL_INV).
     pub mem_mgt_extensions: bool,
+    /// Atomic operations (plain and masked) of kernel QPs are atomic
+    /// with respect to the CPU too (`IB_ATOMIC_GLOB`); else none.
+    pub atomic_glob: bool,
 }
 
 /// Path MTU values of the RDMA core (`enum ib_mtu`).
@@ -121,6 +124,10 @@ impl DeviceCaps {
         a.max_srq_wr = clamp(self.max_srq_wr);
         a.max_srq_sge = clamp(self.max_srq_sge);
         a.max_fast_reg_page_list_len = self.max_fast_reg_page_list_len;
+        if self.atomic_glob {
+            a.atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_GLOB;
+            a.masked_atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_GLOB;
+        }
         if self.mem_mgt_extensions {
             a.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
             a.kernel_cap_flags = u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);

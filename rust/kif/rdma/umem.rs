@@ -210,6 +210,69 @@ impl Umem {
     }
 }
 
+impl Umem {
+    /// Replaces the 64-bit word at `off` of the region by `f` of its
+    /// value, atomically (see [`update_u64`]); returns the value before.
+    /// Fails with `EFAULT` past the end and `EINVAL` when the word's
+    /// kernel address is not 8-aligned (the user address decides that).
+    pub fn atomic_update(&self, off: usize, f: impl FnMut(u64) -> u64) -> Result<u64> {
+        let end = off.checked_add(8).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let abs = self.first_off.checked_add(off).ok_or(EFAULT)?;
+        if abs % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let (pg, in_pg) = (abs / PAGE_SIZE, abs % PAGE_SIZE);
+        let page = self.pages.get(pg).ok_or(EFAULT)?;
+        // SAFETY: the page is pinned for `self`'s life and `page` is its
+        // direct map address; `in_pg` is 8-aligned, so the word lies
+        // inside the page.
+        let word = unsafe { page.0.as_ptr().add(in_pg) };
+        // SAFETY: `word` is an 8-aligned address of 8 octets of a page
+        // pinned while this runs (see above).
+        Ok(unsafe { update_u64(word.cast(), f) })
+    }
+}
+
+/// Replaces the 64-bit word at `word` by `f` of its value with the CPU's
+/// compare-and-exchange (retried until no other access came in between;
+/// `f` may be called more than once), so that the update is atomic with
+/// respect to every other atomic access to the word, by the CPU or by
+/// this driver. Returns the value before.
+///
+/// # Safety
+///
+/// `word` is 8-aligned and valid for reads and writes for the call.
+/// Other accesses may happen concurrently (user space or other kernel
+/// code owns the memory): that is what the atomic instruction is for.
+unsafe fn update_u64(word: *mut u64, mut f: impl FnMut(u64) -> u64) -> u64 {
+    // SAFETY: per the contract: aligned and valid for the call; every
+    // access through it here is atomic.
+    let atom = unsafe { core::sync::atomic::AtomicU64::from_ptr(word) };
+    let order = core::sync::atomic::Ordering::SeqCst;
+    match atom.fetch_update(order, order, |v| Some(f(v))) {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+/// Replaces the 64-bit word at the kernel address `addr` of a kernel
+/// consumer's DMA or fast-registration MR by `f` of its value, atomically
+/// (see [`update_u64`]); returns the value before. `EINVAL` when `addr`
+/// is not 8-aligned.
+pub fn kernel_atomic_update(addr: u64, f: impl FnMut(u64) -> u64) -> Result<u64> {
+    let a = kernel_range_ok(addr, 8)?;
+    if a % 8 != 0 {
+        return Err(EINVAL);
+    }
+    // The consumer granted remote atomic access to this kernel buffer and
+    // keeps it valid until deregistration or invalidation (which wait for
+    // this, see `mem::access`).
+    // SAFETY: the DMA MR contract (`kernel_slice`); 8-aligned, no wrap.
+    Ok(unsafe { update_u64(a as *mut u64, f) })
+}
+
 /// Checks a kernel virtual address range of a kernel consumer.
 fn kernel_range_ok(addr: u64, len: usize) -> Result<usize> {
     let a = usize::try_from(addr).map_err(|_| EFAULT)?;

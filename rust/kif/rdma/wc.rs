@@ -24,6 +24,14 @@ pub enum WcOpcode {
     /// A receive consumed by the immediate data of an RDMA Write with
     /// Immediate.
     RecvRdmaWithImm,
+    /// An atomic Compare and Swap.
+    CompSwap,
+    /// An atomic Fetch and Add.
+    FetchAdd,
+    /// A masked atomic Compare and Swap.
+    MaskedCompSwap,
+    /// A masked atomic Fetch and Add.
+    MaskedFetchAdd,
 }
 
 impl WcOpcode {
@@ -36,6 +44,10 @@ impl WcOpcode {
             Self::RegMr => bindings::ib_wc_opcode_IB_WC_REG_MR,
             Self::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
             Self::RecvRdmaWithImm => bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+            Self::CompSwap => bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+            Self::FetchAdd => bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
+            Self::MaskedCompSwap => bindings::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP,
+            Self::MaskedFetchAdd => bindings::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD,
         }
     }
 }

@@ -52,6 +52,27 @@ pub enum SendKind<T: Driver> {
         /// Invalidate the local sink STag afterwards.
         invalidate_local: bool,
     },
+    /// Atomic operation (`IB_WR_ATOMIC_*`, `IB_WR_MASKED_ATOMIC_*`) on
+    /// the 64-bit remote target; its original value goes to the one SGE.
+    Atomic {
+        /// Remote address.
+        raddr: u64,
+        /// Remote STag.
+        rkey: u32,
+        /// Compare and Swap (else Fetch and Add).
+        cmp_swap: bool,
+        /// A masked operation (`IB_WR_MASKED_ATOMIC_*`).
+        masked: bool,
+        /// Compare value (CmpSwap) or value to add (FetchAdd).
+        compare_add: u64,
+        /// Swap value (CmpSwap).
+        swap: u64,
+        /// Compare mask (CmpSwap) or field boundaries (FetchAdd); all
+        /// ones resp. 0 for the unmasked operations.
+        compare_add_mask: u64,
+        /// Swap mask (CmpSwap); all ones for the unmasked one.
+        swap_mask: u64,
+    },
     /// Local invalidate.
     LocalInv {
         /// STag to invalidate.
@@ -289,6 +310,10 @@ impl<T: Driver> SendWrs<'_, T> {
                     invalidate_local: w.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV,
                 }
             }
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+            | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP
+            | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD => Self::atomic(w),
             bindings::ib_wr_opcode_IB_WR_LOCAL_INV => SendKind::LocalInv { stag: inv },
             bindings::ib_wr_opcode_IB_WR_REG_MR => {
                 // SAFETY: REG_MR is posted in an `ib_reg_wr`.
@@ -309,6 +334,38 @@ impl<T: Driver> SendWrs<'_, T> {
             }
             _ => return Err(EINVAL),
         })
+    }
+
+    /// An atomic request `w` (one of the four atomic opcodes).
+    fn atomic(w: &bindings::ib_send_wr) -> SendKind<T> {
+        // SAFETY: atomic opcodes are posted in an `ib_atomic_wr` whose
+        // first member is this `ib_send_wr`.
+        let a = unsafe { &*core::ptr::from_ref(w).cast::<bindings::ib_atomic_wr>() };
+        let masked = matches!(
+            w.opcode,
+            bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP
+                | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD
+        );
+        let cmp_swap = matches!(
+            w.opcode,
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+                | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP
+        );
+        let (compare_add_mask, swap_mask) = match (masked, cmp_swap) {
+            (true, _) => (a.compare_add_mask, a.swap_mask),
+            (false, true) => (u64::MAX, u64::MAX),
+            (false, false) => (0, 0),
+        };
+        SendKind::Atomic {
+            raddr: a.remote_addr,
+            rkey: a.rkey,
+            cmp_swap,
+            masked,
+            compare_add: a.compare_add,
+            swap: a.swap,
+            compare_add_mask,
+            swap_mask,
+        }
     }
 
     /// The octets `sge` name, copied for an inline request.

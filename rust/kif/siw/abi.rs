@@ -74,6 +74,10 @@ abi_enum! {
         SendWithImm = bindings::siw_opcode_SIW_OP_SEND_WITH_IMM,
         /// Send with Invalidate of a remote STag.
         SendRemoteInv = bindings::siw_opcode_SIW_OP_SEND_REMOTE_INV,
+        /// Atomic FetchAdd (RFC 7306; kernel QPs only).
+        FetchAdd = bindings::siw_opcode_SIW_OP_FETCH_AND_ADD,
+        /// Atomic CmpSwap (RFC 7306; kernel QPs only).
+        CmpSwap = bindings::siw_opcode_SIW_OP_COMP_AND_SWAP,
         /// A receive (completions of the receive queue).
         Receive = bindings::siw_opcode_SIW_OP_RECEIVE,
         /// A Read Response (not posted by consumers).
@@ -186,6 +190,11 @@ impl WqeFlags {
     /// Immediate Data consumed. Kernel QPs only: the driver sets it, and
     /// honours it only for kernel consumers.
     pub const IMM: Self = Self(0x80);
+    /// Not a siw ABI flag: the bit of [`WqeFlags::IMM`], which means this
+    /// on the element and the completion of an atomic (RFC 7306, kernel
+    /// QPs only): a masked one (`IB_WR_MASKED_ATOMIC_*`, completing as
+    /// `IB_WC_MASKED_*`).
+    pub const MASKED: Self = Self(0x80);
 
     /// No flags.
     pub const fn empty() -> Self {
@@ -358,7 +367,9 @@ impl Cqe {
     /// The work completion a kernel consumer gets for this CQE (of a
     /// kernel CQ, whose `qp` is the QP's token).
     pub fn work_completion(&self) -> WorkCompletion {
-        let imm = self.flags.contains(WqeFlags::IMM);
+        let atomic = matches!(self.opcode.get(), Ok(Opcode::FetchAdd | Opcode::CmpSwap));
+        let masked = atomic && self.flags.contains(WqeFlags::MASKED);
+        let imm = !atomic && self.flags.contains(WqeFlags::IMM);
         let opcode = match self.opcode.get() {
             Ok(Opcode::Receive) if imm => WcOpcode::RecvRdmaWithImm,
             Ok(Opcode::Write) => WcOpcode::RdmaWrite,
@@ -366,6 +377,10 @@ impl Cqe {
             Ok(Opcode::Read | Opcode::ReadLocalInv) => WcOpcode::RdmaRead,
             Ok(Opcode::InvalStag) => WcOpcode::LocalInv,
             Ok(Opcode::RegMr) => WcOpcode::RegMr,
+            Ok(Opcode::FetchAdd) if masked => WcOpcode::MaskedFetchAdd,
+            Ok(Opcode::CmpSwap) if masked => WcOpcode::MaskedCompSwap,
+            Ok(Opcode::FetchAdd) => WcOpcode::FetchAdd,
+            Ok(Opcode::CmpSwap) => WcOpcode::CompSwap,
             Ok(Opcode::Receive | Opcode::ReadResponse) | Err(_) => WcOpcode::Recv,
         };
         WorkCompletion {

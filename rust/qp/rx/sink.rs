@@ -16,10 +16,12 @@ use crate::qp::Qp;
 use crate::wire::{
     error::{DdpError, ProtocolError, RdmapError},
     inbound::{check_read_request, ExpectedMsns, HeaderCopy, ReadSink},
-    rdmap::{Body, Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
+    rdmap::{Body, Extensions, Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
+    rfc7306::{check_read_response_head, AtomicRequest},
     rx::{CrcVerdict, FpduInfo, RxSink},
 };
 
+mod atomic;
 mod complete;
 mod imm;
 
@@ -43,6 +45,11 @@ enum Seg {
     Term,
     /// Immediate Data (with SE): consumes a receive when it ends.
     Imm { value: u32, solicited: bool },
+    /// An Atomic Request (queued when its FPDU is complete).
+    AtomicReq { request: AtomicRequest, msn: u32 },
+    /// An Atomic Response: the original value for the outbound Read
+    /// queue head's sink.
+    AtomicResp { orig: u64 },
 }
 
 /// Per-connection receive state besides the deframers: what the sink
@@ -62,11 +69,12 @@ pub(super) struct SinkState {
 }
 
 impl SinkState {
-    /// The state of a new connection; `await_rtr`: see
+    /// The state of a new connection with the RDMAP extensions `ext`
+    /// (RFC 7306 adds queue 3); `await_rtr`: see
     /// [`SinkState::await_rtr`].
-    pub(super) const fn new(await_rtr: bool) -> Self {
+    pub(super) const fn new(await_rtr: bool, ext: Extensions) -> Self {
         Self {
-            msns: ExpectedMsns::new(),
+            msns: ExpectedMsns::with(ext),
             send: RecvMsg::new(),
             seg: Seg::None,
             hdr: HeaderCopy::new(),
@@ -235,6 +243,9 @@ impl Sink<'_> {
     fn read_resp_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let tagged = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
         let mut outbound = self.qp.outbound_reads.lock();
+        // Responses come in request order: not while an Atomic Response
+        // is due.
+        check_read_response_head(outbound.head_kind())?;
         let head = outbound.head_mut().ok_or(RdmapError::UnexpectedOpcode)?;
         let sink = ReadSink {
             stag: head.sink.lkey,
@@ -294,13 +305,10 @@ impl RxSink for Sink<'_> {
                 report_terminate(self.qp, hdr);
                 Ok(())
             }
-            // RFC 7306, parsed for kernel QPs only (`rx::start`); the
-            // Atomic messages are not implemented: answered as any
-            // unknown opcode.
+            // RFC 7306, parsed for kernel QPs only (`rx::start`).
             Opcode::ImmediateData | Opcode::ImmediateDataSe => self.immediate_header(hdr, plen),
-            Opcode::AtomicRequest | Opcode::AtomicResponse => {
-                Err(RdmapError::UnexpectedOpcode.into())
-            }
+            Opcode::AtomicRequest => self.atomic_req_header(hdr, plen),
+            Opcode::AtomicResponse => self.atomic_resp_header(hdr, plen),
         }
     }
 
@@ -329,7 +337,12 @@ impl RxSink for Sink<'_> {
                 None if data.is_empty() => Ok(()),
                 None => Err(DdpError::TaggedBaseBounds.into()),
             },
-            Seg::ReadReq { .. } | Seg::Term | Seg::Imm { .. } | Seg::None => Ok(()),
+            Seg::ReadReq { .. }
+            | Seg::Term
+            | Seg::Imm { .. }
+            | Seg::AtomicReq { .. }
+            | Seg::AtomicResp { .. }
+            | Seg::None => Ok(()),
         }
     }
 

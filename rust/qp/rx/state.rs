@@ -18,7 +18,10 @@ use crate::kif::{
     sock::SockRx,
 };
 use crate::qp::{details::Traffic, Qp, QpState};
-use crate::wire::rx::{Deframer, MpaOnlySink, RxConfig};
+use crate::wire::{
+    rdmap::Extensions,
+    rx::{Deframer, MpaOnlySink, RxConfig},
+};
 
 /// Receive state of a QP.
 pub(crate) struct RxState {
@@ -45,7 +48,7 @@ impl RxState {
         Self {
             deframer: None,
             verifier: None,
-            sink_state: SinkState::new(false),
+            sink_state: SinkState::new(false, Extensions::NONE),
             rq_get: 0,
             received: Traffic::default(),
         }
@@ -56,7 +59,7 @@ impl RxState {
     /// (the connection's [`crate::qp::Conn::await_rtr`]): a peer-to-peer
     /// responder waits for the initiator's RTR.
     pub(super) fn start(&mut self, cfg: RxConfig, await_rtr: &AtomicBool) {
-        let crc = cfg.mode.crc;
+        let (crc, ext) = (cfg.mode.crc, cfg.ext);
         let (verify_cfg, deframe_cfg) = cfg.verify_first();
         self.verifier = crc.then(|| Deframer::new(verify_cfg, KernelCrc32c::new(), 0));
         self.deframer = Some(Deframer::new(
@@ -64,7 +67,7 @@ impl RxState {
             KernelCrc32c::new(),
             0,
         ));
-        self.sink_state = SinkState::new(await_rtr.load(Ordering::Acquire));
+        self.sink_state = SinkState::new(await_rtr.load(Ordering::Acquire), ext);
     }
 
     /// Feeds received octets of `qp` to the deframer, which places them;

@@ -18,7 +18,7 @@ use crate::kif::{
     siw::{Opcode, Sge, Sqe, Status},
 };
 use crate::mem::access::{self, resolve, MemFault, MemRef, StagCache};
-use crate::qp::reads::{InboundRead, OutboundRead};
+use crate::qp::reads::OutboundRead;
 use crate::qp::Qp;
 use crate::wire::{
     error::RdmapError,
@@ -61,6 +61,7 @@ pub(super) fn request_job(
         sink,
         mem,
         placed: 0,
+        req_id: 0,
     };
     match into_outbound_reads(qp, tx, idx, read) {
         Queued::Yes => {}
@@ -88,7 +89,7 @@ pub(super) fn request_job(
 
 /// The memory a Read's response is placed into, checked for local write
 /// (none for a zero length Read); else the completion status.
-fn sink_memory(
+pub(super) fn sink_memory(
     qp: &Qp,
     sink: &Sge,
     cache: &mut StagCache,
@@ -104,7 +105,7 @@ fn sink_memory(
 }
 
 /// Where [`into_outbound_reads`] put an RDMA Read.
-enum Queued {
+pub(super) enum Queued {
     /// Into the outbound Read queue, its slot taken.
     Yes,
     /// Nowhere: its slot was flushed meanwhile.
@@ -118,7 +119,12 @@ enum Queued {
 
 /// Moves `read` from send queue slot `idx` into the outbound Read queue
 /// and takes the slot, atomically with respect to flushes.
-fn into_outbound_reads(qp: &Qp, tx: &mut TxState, idx: u32, read: OutboundRead) -> Queued {
+pub(super) fn into_outbound_reads(
+    qp: &Qp,
+    tx: &mut TxState,
+    idx: u32,
+    read: OutboundRead,
+) -> Queued {
     let mut inner = qp.inner.lock();
     if inner.sq_get() != idx {
         return Queued::Flushed;
@@ -140,8 +146,7 @@ fn into_outbound_reads(qp: &Qp, tx: &mut TxState, idx: u32, read: OutboundRead) 
 /// the Read Response the message to transmit, or answers a bad request
 /// with a TERMINATE.
 #[inline(never)]
-pub(super) fn response_job(qp: &Qp, tx: &mut TxState, read: InboundRead) -> Next {
-    let request = read.request;
+pub(super) fn response_job(qp: &Qp, tx: &mut TxState, request: ReadRequest, msn: u32) -> Next {
     let slot = tx.slot();
     match source_memory(qp, &request, slot.job, slot.stags) {
         Ok(src) => {
@@ -151,7 +156,7 @@ pub(super) fn response_job(qp: &Qp, tx: &mut TxState, read: InboundRead) -> Next
             Next::Ready
         }
         Err(err) => {
-            bad_request(qp, &read, err);
+            bad_request(qp, request, msn, err);
             Next::Again
         }
     }
@@ -195,8 +200,7 @@ fn source_memory(
 /// A Read Request that cannot be answered: it leaves the inbound Read queue,
 /// the consumer gets an access error event and the peer a TERMINATE with the
 /// request's header.
-fn bad_request(qp: &Qp, read: &InboundRead, err: RdmapError) {
-    let request = read.request;
+fn bad_request(qp: &Qp, request: ReadRequest, msn: u32, err: RdmapError) {
     crate::qp_warn!(
         qp.handle,
         "QP {}: bad Read Request (src {:#x} to {:#x} len {}): {:?}\n",
@@ -207,6 +211,6 @@ fn bad_request(qp: &Qp, read: &InboundRead, err: RdmapError) {
         err
     );
     qp.handle.event(QpEvent::AccessError);
-    let (header, len) = SegmentHeader::read_request(read.msn, request).to_bytes();
+    let (header, len) = SegmentHeader::read_request(msn, request).to_bytes();
     queue_terminate(qp, err.into(), header.get(..len), len as u16);
 }

@@ -53,6 +53,10 @@ pub(super) fn next_job(qp: &Arc<Qp>, tx: &mut TxState) -> Next {
             let sqe = *sqe;
             super::read::request_job(qp, tx, idx, sqe, op)
         }
+        Ok(op @ (siw::Opcode::FetchAdd | siw::Opcode::CmpSwap)) => {
+            let sqe = *sqe;
+            super::atomic::request_job(qp, tx, idx, sqe, op)
+        }
         Ok(siw::Opcode::InvalStag) => {
             let ok = invalidate(qp, sqe);
             complete_local(qp, idx, sqe, ok);

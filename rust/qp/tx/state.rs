@@ -25,7 +25,7 @@ pub(crate) struct TxState {
     /// The stream's committed position (see [`TxPos`]).
     pos: TxPos,
     /// Last MSN sent per untagged queue (the first message carries 1).
-    msn: [u32; 3],
+    msn: [u32; 4],
     /// The message in transmission while `live`, built in place (see
     /// [`TxState::slot`]).
     job: Job,
@@ -79,7 +79,7 @@ impl TxState {
     pub(in crate::qp) fn new() -> Self {
         Self {
             pos: TxPos::new(0),
-            msn: [0; 3],
+            msn: [0; 4],
             job: Job::idle(),
             live: false,
             limits: TxLimits::default(),
@@ -108,7 +108,7 @@ impl TxState {
         self.rtr = conn.send_rtr;
         self.conn = Some(conn);
         self.pos = TxPos::new(0);
-        self.msn = [0; 3];
+        self.msn = [0; 4];
         self.job.release();
         self.live = false;
         self.sq_next = None;
@@ -260,10 +260,16 @@ pub(super) struct Slot<'a> {
     /// The cache of the last STag looked up for transmission.
     pub(super) stags: &'a mut StagCache,
     /// Last MSN sent per untagged queue.
-    msn: &'a mut [u32; 3],
+    msn: &'a mut [u32; 4],
 }
 
 impl Slot<'_> {
+    /// The MSN the next message on untagged queue `qn` will carry (not
+    /// taken yet; 0 for an unknown queue).
+    pub(super) fn peek_msn(&self, qn: u32) -> u32 {
+        self.msn.get(qn as usize).map_or(0, |m| m.wrapping_add(1))
+    }
+
     /// The MSN of the next message on untagged queue `qn`.
     pub(super) fn next_msn(&mut self, qn: u32) -> u32 {
         let Some(msn) = self.msn.get_mut(qn as usize) else {

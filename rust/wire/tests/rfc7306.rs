@@ -346,6 +346,34 @@ fn atomic_response_check() {
 }
 
 #[test]
+fn responses_in_request_order() {
+    // A requester's queue 1 head decides which response is due.
+    let r = AtomicResponse { req_id: 7, orig: 0 };
+    assert_eq!(r.check_head(Some(Outstanding::Atomic(7))), Ok(()));
+    assert_eq!(
+        r.check_head(Some(Outstanding::Atomic(8))),
+        Err(RdmapError::OperationUnspecified.into())
+    );
+    assert_eq!(
+        r.check_head(Some(Outstanding::Read)),
+        Err(RdmapError::UnexpectedOpcode.into())
+    );
+    assert_eq!(
+        r.check_head(None),
+        Err(DdpError::UntaggedMsnNoBuffer.into())
+    );
+    assert_eq!(check_read_response_head(Some(Outstanding::Read)), Ok(()));
+    assert_eq!(
+        check_read_response_head(Some(Outstanding::Atomic(1))),
+        Err(RdmapError::UnexpectedOpcode)
+    );
+    assert_eq!(
+        check_read_response_head(None),
+        Err(RdmapError::UnexpectedOpcode)
+    );
+}
+
+#[test]
 fn msn_queues_with_and_without_rfc7306() {
     let plain = ExpectedMsns::new();
     assert_eq!(plain, ExpectedMsns::with(Extensions::NONE));
@@ -480,6 +508,17 @@ proptest! {
     #[test]
     fn fetch_add_is_the_rfc_pseudocode(o in any::<u64>(), a in any::<u64>(), m in any::<u64>()) {
         prop_assert_eq!(masked_add(o, a, m), fetch_add_pseudocode(o, a, m));
+    }
+
+    /// The verbs' unmasked operations as rsiw sends them: FetchAdd with
+    /// add mask 0 is one 64-bit addition, CmpSwap with all-ones masks the
+    /// plain compare and swap.
+    #[test]
+    fn unmasked_verbs_operations(o in any::<u64>(), a in any::<u64>(), c in any::<u64>(), same in any::<bool>()) {
+        prop_assert_eq!(AtomicRequest::fetch_add(1, 2, 8, a, 0).apply(o), Some(o.wrapping_add(a)));
+        let c = if same { o } else { c };
+        let cs = AtomicRequest::cmp_swap(1, 2, 8, a, u64::MAX, c, u64::MAX);
+        prop_assert_eq!(cs.apply(o), Some(if o == c { a } else { o }));
     }
 
     #[test]

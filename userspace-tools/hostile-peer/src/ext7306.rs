@@ -6,17 +6,19 @@
 //! decodes it for kernel QPs only) and posts no receive; the other one
 //! goes to the user-space server, whose QP does not decode it.
 //!
-//! rsiw implements Immediate Data, not the Atomic Operations: an Atomic
-//! Request or Response draws "unexpected OpCode" (RFC 7306 section 1.1
-//! expects a Remote Operation Error or an unexpected OpCode for an
-//! unsupported atomic), whatever its target.
+//! The module's MR grants remote read and write, not remote atomic
+//! (unless it is loaded with `atomic=1`, which the hostile runs do not
+//! do): an Atomic Request at an aligned address of it draws the access
+//! rights violation, at a misaligned one the Remote Operation Error RFC
+//! 7306 section 8.2 names (the request is checked before its target).
 
 use rsiw_wire::error::{DdpError, ProtocolError, RdmapError, TermCode};
 use rsiw_wire::rdmap::SegmentHeader;
 use rsiw_wire::rfc7306::{immediate_from_u32, AtomicRequest, AtomicResponse};
 
 use crate::frames::{self, ReqSpec};
-use crate::scenarios::{establish, establish_pdata, expect_term, one_fpdu_term, Ctx, Outcome};
+use crate::scenarios::{establish, expect_term, one_fpdu_term, Ctx, Outcome};
+use crate::stall::frmr_registered;
 
 fn code(e: impl Into<ProtocolError>) -> TermCode {
     e.into().term_code()
@@ -71,35 +73,43 @@ pub fn imm_kernel_mo(ctx: &Ctx) -> Outcome {
     kernel_term(ctx, h, &[], code(DdpError::UntaggedInvalidMo))
 }
 
-/// A FetchAdd at a misaligned address of the module's MR (remote read
-/// and write): atomics are not implemented.
-pub fn atomic_kernel_misaligned(ctx: &Ctx) -> Outcome {
-    let (mut p, pd) = establish_pdata(ctx, &ReqSpec::default())?;
-    let (Some(a), Some(s)) = (pd.get(0..8), pd.get(8..12)) else {
-        return Err(format!(
-            "the Reply's private data ({} octets) names no MR",
-            pd.len()
-        ));
-    };
-    let addr = u64::from_be_bytes(a.try_into().unwrap());
-    let stag = u32::from_be_bytes(s.try_into().unwrap());
-    let req = AtomicRequest::fetch_add(1, stag, addr + 4, 1, 0);
+/// Sends a FetchAdd of 1 at the module's MR (its address plus `off`, its
+/// STag plus `key_delta`) and expects the TERMINATE `want`.
+fn atomic_at(ctx: &Ctx, off: u64, key_delta: u32, want: TermCode) -> Outcome {
+    // Once the module registered the MR: else its STag is not valid yet.
+    let (mut p, mr) = frmr_registered(ctx)?;
+    let (addr, stag) = (mr.addr, mr.stag.wrapping_add(key_delta));
+    let req = AtomicRequest::fetch_add(1, stag, addr + off, 1, 0);
     let h = frames::hdr_bytes(&SegmentHeader::atomic_request(1, req));
     p.send_fpdu(&h, &[])?;
     let len = h.len() as u16;
-    expect_term(
-        ctx,
-        &mut p,
-        code(RdmapError::UnexpectedOpcode),
-        Some((&[&h], len)),
-    )
+    expect_term(ctx, &mut p, want, Some((&[&h], len)))
 }
 
-/// An Atomic Response that answers no request.
+/// A FetchAdd at a misaligned address of the module's MR: RDMAP Remote
+/// Operation Error, catastrophic (RFC 7306 section 8.2).
+pub fn atomic_kernel_misaligned(ctx: &Ctx) -> Outcome {
+    atomic_at(ctx, 4, 0, code(RdmapError::CatastrophicStream))
+}
+
+/// A FetchAdd at an aligned address of the module's MR, which grants no
+/// remote atomic access (remote read and write only): access rights
+/// violation.
+pub fn atomic_kernel_no_access(ctx: &Ctx) -> Outcome {
+    atomic_at(ctx, 8, 0, code(RdmapError::AccessRights))
+}
+
+/// A FetchAdd naming the module's MR with another key: invalid STag.
+pub fn atomic_kernel_bad_stag(ctx: &Ctx) -> Outcome {
+    atomic_at(ctx, 8, 1, code(RdmapError::InvalidStag))
+}
+
+/// An Atomic Response that answers no request: no QN 3 buffer waits for
+/// it.
 pub fn atomic_kernel_response_unasked(ctx: &Ctx) -> Outcome {
     let resp = AtomicResponse { req_id: 7, orig: 0 };
     let h = frames::hdr_bytes(&SegmentHeader::atomic_response(1, resp));
-    kernel_term(ctx, h, &[], code(RdmapError::UnexpectedOpcode))
+    kernel_term(ctx, h, &[], code(DdpError::UntaggedMsnNoBuffer))
 }
 
 /// Immediate Data to a user-space QP, which speaks RFC 5040 only.

@@ -25,8 +25,9 @@ use rsiw_wire::rdmap::{Opcode, ReadRequest};
 use rsiw_wire::term::{parse_term_copy, TermHdr};
 
 use crate::ext7306::{
-    atomic_kernel_misaligned, atomic_kernel_response_unasked, imm_kernel_mo, imm_kernel_no_receive,
-    imm_kernel_too_long, imm_kernel_wrong_qn, imm_user_qp,
+    atomic_kernel_bad_stag, atomic_kernel_misaligned, atomic_kernel_no_access,
+    atomic_kernel_response_unasked, imm_kernel_mo, imm_kernel_no_receive, imm_kernel_too_long,
+    imm_kernel_wrong_qn, imm_user_qp,
 };
 use crate::frames::{self, ReqSpec};
 use crate::peer::{code_str, end_str, End, MpaOutcome, Peer};
@@ -327,11 +328,19 @@ pub const ALL: &[Scenario] = &[
     ),
     sc!(
         atomic_kernel_misaligned,
-        "[kernel 7306] an Atomic Request (FetchAdd) at a misaligned address of the module's MR; rsiw implements no atomics: expect TERMINATE RDMAP unexpected OpCode"
+        "[kernel 7306] an Atomic Request (FetchAdd) at a misaligned address of the module's MR: expect TERMINATE RDMAP remote operation error, catastrophic (RFC 7306 8.2)"
+    ),
+    sc!(
+        atomic_kernel_no_access,
+        "[kernel 7306] an Atomic Request (FetchAdd) at an aligned address of the module's MR, which grants remote read and write but not remote atomic: expect TERMINATE RDMAP access rights violation"
+    ),
+    sc!(
+        atomic_kernel_bad_stag,
+        "[kernel 7306] an Atomic Request (FetchAdd) naming the module's MR with another key: expect TERMINATE RDMAP invalid STag"
     ),
     sc!(
         atomic_kernel_response_unasked,
-        "[kernel 7306] an Atomic Response to no request: expect TERMINATE RDMAP unexpected OpCode"
+        "[kernel 7306] an Atomic Response to no request (no QN 3 buffer waits): expect TERMINATE DDP no buffer (MSN)"
     ),
     sc!(
         mpa_p2p_zero_send_after_rtr,

@@ -213,6 +213,13 @@ fn with_frmr(
     Ok((p, mr, Consumer::Kmod { dir, how, corrupt }))
 }
 
+/// A connection to the kernel module and its fast registration MR, once
+/// the module registered it (for scenarios that leave the MR alone).
+pub(crate) fn frmr_registered(ctx: &Ctx) -> Result<(Peer, TableMr), String> {
+    let (p, mr, _) = with_frmr(ctx, None, "none")?;
+    Ok((p, mr))
+}
+
 /// An RDMA Write segment cut in two: its first half is placed, then the
 /// canary deregisters the MR, then the rest arrives. See [`write_split`].
 pub fn write_split_dereg(ctx: &Ctx) -> Outcome {

@@ -11,7 +11,7 @@ use kernel::prelude::*;
 use super::{Seg, Sink};
 use crate::kif::siw::{Opcode, Status};
 use crate::mem::access::invalidate_now;
-use crate::qp::reads::InboundRead;
+use crate::qp::reads::{Inbound, InboundRead};
 use crate::wire::{
     error::{ProtocolError, RdmapError},
     rdmap::{SegmentHeader, QN_READ_REQUEST, QN_SEND},
@@ -46,23 +46,31 @@ impl Sink<'_> {
                 }
                 Ok(())
             }
-            Seg::ReadReq { request, msn } => {
-                self.state.msns.advance(QN_READ_REQUEST);
-                let read = InboundRead { request, msn };
-                if !self.qp.inbound_reads.lock().push(read, &self.qp.lockfree) {
-                    crate::qp_warn!(self.qp.handle, "QP {}: IRD exceeded\n", self.qp.id());
-                    return Err(RdmapError::CatastrophicStream.into());
-                }
-                self.act.wake_tx = true;
-                Ok(())
-            }
+            Seg::ReadReq { request, msn } => self.queue_inbound(Inbound::Read(request), msn),
             Seg::Term => {
                 self.act.terminated = true;
                 Ok(())
             }
             Seg::Imm { value, solicited } => self.finish_immediate(value, solicited),
+            Seg::AtomicReq { request, msn } => self.queue_inbound(Inbound::Atomic(request), msn),
+            Seg::AtomicResp { orig } => self.finish_atomic(orig),
             Seg::Write { .. } | Seg::None => Ok(()),
         }
+    }
+
+    /// A request of queue 1 (a Read Request or an Atomic Request, which
+    /// share IRD) with MSN `msn` is complete: into the inbound Read queue,
+    /// for the transmit side to answer in order; past IRD the stream
+    /// fails.
+    fn queue_inbound(&mut self, request: Inbound, msn: u32) -> Result<(), ProtocolError> {
+        self.state.msns.advance(QN_READ_REQUEST);
+        let read = InboundRead { request, msn };
+        if !self.qp.inbound_reads.lock().push(read, &self.qp.lockfree) {
+            crate::qp_warn!(self.qp.handle, "QP {}: IRD exceeded\n", self.qp.id());
+            return Err(RdmapError::CatastrophicStream.into());
+        }
+        self.act.wake_tx = true;
+        Ok(())
     }
 
     /// Completes the Send in progress.

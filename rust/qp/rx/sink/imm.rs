@@ -9,8 +9,7 @@
 //! fails before leaves it posted.
 //!
 //! Only kernel QPs decode the RFC 7306 opcodes (see `rx::start`); the
-//! Atomic messages, which rsiw does not implement, draw "unexpected
-//! OpCode" as any unknown opcode.
+//! Atomic messages are received in [`super::atomic`].
 
 use super::{Seg, Sink};
 use crate::kif::siw::WqeFlags;
