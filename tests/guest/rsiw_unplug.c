@@ -118,6 +118,44 @@ static struct rdma_cm_id *cm_wait(struct conn *c, enum rdma_cm_event_type want)
 	return id;
 }
 
+/* Resolves the peer's address as rping and perftest do: a 2 s timeout,
+ * repeated on RDMA_CM_EVENT_ADDR_ERROR for up to SETUP_WAIT s. The
+ * timeout is not only an upper bound: when the first lookup finds no
+ * neighbour entry yet, the RDMA core (ib_addr) looks again when a
+ * neighbour update arrives or when the timeout is up, and an update that
+ * lands before the request is queued is missed. With a timeout of
+ * SETUP_WAIT s such a client sat for minutes without an event in loaded
+ * make check runs (the ARP reply raced the request under TCG). */
+static void resolve_addr(struct conn *c, struct sockaddr *dst)
+{
+	struct rdma_cm_event *e;
+	struct pollfd p = { .fd = c->ch->fd, .events = POLLIN };
+	double t0 = now();
+	enum rdma_cm_event_type ev;
+	int status;
+
+	for (;;) {
+		if (rdma_resolve_addr(c->id, NULL, dst, 2000))
+			die("rdma_resolve_addr");
+		if (poll(&p, 1, SETUP_WAIT * 1000) != 1)
+			die("no rdma_cm event within SETUP_WAIT s");
+		if (rdma_get_cm_event(c->ch, &e))
+			die("rdma_get_cm_event");
+		ev = e->event;
+		status = e->status;
+		rdma_ack_cm_event(e);
+		if (ev == RDMA_CM_EVENT_ADDR_RESOLVED)
+			return;
+		if (ev != RDMA_CM_EVENT_ADDR_ERROR || now() - t0 > SETUP_WAIT) {
+			fprintf(stderr,
+				"rsiw_unplug: got %s (status %d), wanted %s\n",
+				rdma_event_str(ev), status,
+				rdma_event_str(RDMA_CM_EVENT_ADDR_RESOLVED));
+			exit(2);
+		}
+	}
+}
+
 /* PD, completion channel, CQ, QP, buffer and receives of c->id. */
 static void resources(struct conn *c)
 {
@@ -440,11 +478,9 @@ static void setup(struct conn *c, const char *addr, const char *port,
 		if (rdma_accept(c->id, &cp))
 			die("rdma_accept");
 	} else {
-		if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP) ||
-		    rdma_resolve_addr(c->id, NULL, res->ai_dst_addr,
-				      SETUP_WAIT * 1000))
-			die("resolve_addr");
-		cm_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED);
+		if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP))
+			die("rdma_create_id");
+		resolve_addr(c, res->ai_dst_addr);
 		if (rdma_resolve_route(c->id, SETUP_WAIT * 1000))
 			die("resolve_route");
 		cm_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED);

@@ -145,7 +145,13 @@ unplug() {
 	SRVOPT=
 	[ "$path" = link ] && { SRVOPT=-n; both=; }
 	local s0=$SECONDS
-	fresh && app_start "$app" "$port" || return 1
+	CLI= SRV=
+	if ! fresh || ! app_start "$app" "$port"; then
+		# (what started must not live on into the next case)
+		[ -z "$CLI" ] || kill_tree $CLI KILL
+		[ -z "$SRV" ] || kill_tree $SRV KILL
+		return 1
+	fi
 	say "$app started in $((SECONDS - s0)) s"
 	# (the check of what is left sees the objects and the connection)
 	[ -n "$(left "$port")" ] || { echo "no object or connection seen before the unplug"; return 1; }
