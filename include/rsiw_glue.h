@@ -67,6 +67,7 @@ struct workqueue_struct *rsiw_alloc_wq(void);
 struct workqueue_struct *rsiw_alloc_drop_wq(void);
 int rsiw_next_cpu(void);
 bool rsiw_may_sleep(void);
+bool rsiw_post_may_sleep(void);
 struct rsiw_dwork;
 struct rsiw_dwork *rsiw_dwork_new(void (*fn)(void *ctx), void *ctx);
 bool rsiw_dwork_schedule(struct workqueue_struct *wq, struct rsiw_dwork *d,

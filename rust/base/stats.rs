@@ -33,6 +33,9 @@ pub(crate) enum Counter {
     TxDoorbellRuns,
     /// Transmit runs on the workqueue.
     TxWorkRuns,
+    /// Transmit runs in a kernel consumer's `post_send` (a context that
+    /// may sleep, see `Qp::post_send`).
+    TxPostRuns,
     /// Socket receive upcalls that carried data.
     RxUpcalls,
     /// FPDUs with a bad MPA CRC.
@@ -68,6 +71,7 @@ pub(crate) static NAMES: StatDescs = StatDescs::new(&[
     c_str!("tx_tcp_full"),
     c_str!("tx_doorbell_runs"),
     c_str!("tx_work_runs"),
+    c_str!("tx_post_runs"),
     c_str!("rx_upcalls"),
     c_str!("rx_crc_errors"),
     c_str!("rx_protocol_errors"),

@@ -154,6 +154,7 @@ extern "C" {
     pub(in crate::kif) fn rsiw_sock_reserve_rcv_window(s: *mut bindings::socket, win: u32) -> i32;
     pub(in crate::kif) fn rsiw_sock_set_v6only(s: *mut bindings::socket) -> i32;
     pub(in crate::kif) fn rsiw_may_sleep() -> bool;
+    pub(in crate::kif) fn rsiw_post_may_sleep() -> bool;
     pub(in crate::kif) fn rsiw_dwork_new(
         f: unsafe extern "C" fn(*mut kernel::ffi::c_void),
         ctx: *mut kernel::ffi::c_void,

@@ -858,6 +858,24 @@ bool rsiw_may_sleep(void)
 #endif
 }
 
+/*
+ * Whether a kernel consumer's post_send may transmit in the caller's context
+ * (lock the socket, call TCP): task context with preemption counted and
+ * enabled (no spinlock, no preempt_disable, no local_bh_disable), interrupts
+ * on, and outside any RCU read-side section, which preemptible RCU does not
+ * count in preempt_count (blk-mq runs a non-blocking queue's ->queue_rq under
+ * one, e.g. nvme-rdma's). Without CONFIG_PREEMPT_COUNT a caller's spinlock
+ * does not show: then never.
+ */
+bool rsiw_post_may_sleep(void)
+{
+#ifdef CONFIG_PREEMPT_COUNT
+	return in_task() && preemptible() && !rcu_preempt_depth();
+#else
+	return false;
+#endif
+}
+
 struct rsiw_umem_release {
 	struct work_struct work;
 	struct ib_umem *umem;

@@ -125,6 +125,40 @@ fn sqe_of(wr: &SendWr<RsiwDriver>, max_sge: u32) -> Result<Sqe> {
 impl Qp {
     /// Posts send work requests. Kernel consumers pass a list; user space
     /// rings the doorbell with an empty one.
+    ///
+    /// A kernel consumer's list is transmitted in its own context when
+    /// that context may sleep ([`SendWrs::poster_may_sleep`]: task
+    /// context, preemption and interrupts enabled, no RCU read-side
+    /// section), as a user doorbell is, instead of waking the transmit
+    /// work: that saves a wake-up per post (nvmet-rdma posts the RDMA
+    /// Reads of a write command from its CQ's work item). From any other
+    /// context (softirq, a spinlock or RCU section held: nvme-rdma's
+    /// `queue_rq`, completions of softirq-polled CQs) the work item
+    /// transmits, as before. Why in place is safe:
+    ///
+    /// - Sleeping: the transmit function takes [`Qp::tx`] (a mutex), the
+    ///   socket lock and calls TCP, which may allocate; the poster may
+    ///   sleep, checked by the kernel's own counts, not assumed.
+    /// - Lock order: no lock of this QP is held here (`inner` is dropped
+    ///   first), so the transmit function nests its locks as it does on the
+    ///   work item (`tx`, the socket, then `inner` and the rest). Consumer
+    ///   code that rsiw calls while it holds `tx` or the socket lock
+    ///   (completion handlers, QP and CQ events) runs under the handle's
+    ///   interrupt-safe lock, with interrupts off, so a post from there
+    ///   never transmits in place and cannot come back for `tx` or the
+    ///   socket lock. A sleeping lock the poster holds is therefore only
+    ///   ever taken before `tx`, never after it.
+    /// - Order on the wire: whichever context gets `tx` sends the send
+    ///   queue in order; a work request posted earlier from atomic context
+    ///   (the work item queued for it) goes out first either way, and the
+    ///   work item then finds the queue done.
+    /// - Memory gate: the same transmit function enters the work
+    ///   request's memory only with the socket locked, as it does on the
+    ///   work item.
+    /// - Waiting: if the work item or another poster holds `tx`, the poster
+    ///   waits for it (a user doorbell does the same); a full TCP send
+    ///   buffer leaves the rest to the work item, woken by TCP's
+    ///   write-space upcall.
     pub(crate) fn post_send(self: &Arc<Self>, wrs: &mut SendWrs<'_, RsiwDriver>) -> Result {
         if !self.kernel {
             if !wrs.is_empty() {
@@ -141,7 +175,7 @@ impl Qp {
             }
             Post::NotConnected => return Err(crate::kif::compat::error::enotconn()),
         }
-        for wr in wrs {
+        for wr in &mut *wrs {
             let wr = wr?;
             let i = inner.sq_put();
             if !self.sq.flags(i).is_empty() {
@@ -153,7 +187,7 @@ impl Qp {
             inner.sq_filled();
         }
         drop(inner);
-        tx::kick(self);
+        tx::kick(self, wrs.poster_may_sleep());
         Ok(())
     }
 

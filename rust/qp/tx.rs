@@ -7,11 +7,13 @@
 //!
 //! The transmit function ([`run`], [`run_answer`]) runs in process
 //! context: in the caller's context for a user doorbell (the application
-//! waits for an answer; `Qp::post_send` decides), otherwise from the QP's
-//! work item (kernel consumers, a streaming application, a full TCP send
-//! buffer, the receive side's wake-ups). It takes the next job in this
-//! order: a pending TERMINATE, the peer-to-peer RTR, queued Read
-//! Responses (the inbound Read queue), then the send queue in order. The jobs
+//! waits for an answer; `Qp::post_send` decides) and for a kernel
+//! consumer's post from a context that may sleep, otherwise from the QP's
+//! work item (kernel posts from atomic context, a streaming application,
+//! a full TCP send buffer, the receive side's wake-ups). It takes the
+//! next job in this order: a pending TERMINATE, the peer-to-peer RTR,
+//! queued Read Responses (the inbound Read queue), then the send queue in
+//! order. The jobs
 //! are built by [`sq`] (the send queue's work requests) and [`read`] (Read
 //! Requests and Read Responses) into the [`TxState`] behind the QP's transmit
 //! lock; [`emit`] frames and sends them, with the wire core's
@@ -86,9 +88,16 @@ pub(super) fn start(qp: &Arc<Qp>, conn: &Arc<Conn>) -> Result {
     Ok(())
 }
 
-/// Work was posted to `qp`'s send queue: start transmitting.
-pub(super) fn kick(qp: &Arc<Qp>) {
-    qp.schedule_tx();
+/// A kernel consumer posted work to `qp`'s send queue: start transmitting,
+/// in the poster's context if `in_place` (it may sleep, see
+/// `Qp::post_send`), otherwise from the work item.
+pub(super) fn kick(qp: &Arc<Qp>, in_place: bool) {
+    if in_place {
+        qp.stats.inc(Counter::TxPostRuns);
+        run(qp);
+    } else {
+        qp.schedule_tx();
+    }
 }
 
 /// Completes every outstanding RDMA Read with a flush error (the QP is

@@ -144,7 +144,7 @@ storage_rec_counts() {
 
 # STORAGE_RSIW_COUNTERS: the rsiw device counters (rust/base/stats.rs) the
 # storage section records per I/O, summed over every rsiw link of the guest
-STORAGE_RSIW_COUNTERS="tx_messages tx_fpdus tx_tcp_sends tx_work_runs rx_upcalls"
+STORAGE_RSIW_COUNTERS="tx_messages tx_fpdus tx_tcp_sends tx_work_runs tx_post_runs rx_upcalls"
 
 # storage_rdma_counts: "NAME VALUE ..." of STORAGE_RSIW_COUNTERS, summed
 # over the links of `rdma statistic show link` (nothing without rsiw).

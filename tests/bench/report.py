@@ -413,7 +413,7 @@ def storage_table(res, title, intro, cpu_metrics):
 COUNT_LABELS = {"tcp_segs": "TCP segments", "ctxt": "context switches",
                 "tx_messages": "rsiw messages sent", "tx_fpdus": "rsiw FPDUs sent",
                 "tx_tcp_sends": "rsiw TCP send calls", "tx_work_runs": "rsiw transmit workqueue runs",
-                "rx_upcalls": "rsiw receive upcalls"}
+                "tx_post_runs": "rsiw transmit runs in a kernel post", "rx_upcalls": "rsiw receive upcalls"}
 
 
 STORAGE_INTRO = (

@@ -7,6 +7,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{bindings, prelude::*};
 
 use super::Driver;
+use crate::kif::glue;
 
 /// Most SGEs of a kernel consumer's work request (more are refused).
 pub const MAX_SGE: usize = 6;
@@ -228,6 +229,21 @@ impl<T: Driver> SendWrs<'_, T> {
     /// Whether the list is empty (a user doorbell).
     pub fn is_empty(&self) -> bool {
         self.cur.is_null()
+    }
+
+    /// Whether the consumer posts this list from a context that may sleep
+    /// and so may transmit in place (take a mutex, lock the socket, call
+    /// TCP): task context, preemption enabled and counted (no spinlock,
+    /// `preempt_disable` or `local_bh_disable` held), interrupts on, and
+    /// no RCU read-side section (preemptible RCU does not count one in the
+    /// preemption count; blk-mq calls a non-blocking queue's `queue_rq`,
+    /// nvme-rdma's, under one). `false` in softirq and interrupt context,
+    /// and always on a kernel that does not count preemption, where a
+    /// caller's spinlock cannot be seen.
+    pub fn poster_may_sleep(&self) -> bool {
+        // SAFETY: the glue reads the current context's preemption count,
+        // interrupt flag and RCU nesting; it has no precondition.
+        unsafe { glue::rsiw_post_may_sleep() }
     }
 
     fn parse(w: &bindings::ib_send_wr) -> Result<SendWr<T>> {
