@@ -165,8 +165,9 @@ impl MemRef {
     /// Operation. It is a real 64-bit atomic (the CPU's
     /// compare-and-exchange on the word, retried until it holds), not a
     /// device lock: atomic with respect to every atomic of this device on
-    /// any QP and to the CPU's own atomic accesses to the word, which is
-    /// why the device advertises `IB_ATOMIC_GLOB`. [`MemFault::Copy`]
+    /// any QP and to the CPU's own atomic accesses to the word (what
+    /// `IB_ATOMIC_GLOB` describes; the device advertises none, see
+    /// `verbs.rs`). [`MemFault::Copy`]
     /// when the word's kernel address is not 8-aligned (a user region
     /// whose user and tagged addresses differ in their low bits).
     pub(crate) fn atomic(

@@ -9,6 +9,9 @@
 # request completes in error. Then the same client toward upstream siw,
 # which does not implement RFC 7306: siw TERMINATEs the connection
 # (unexpected opcode), the CmpSwap completes in error, nothing hangs.
+# The device's attributes say no atomics, to kernel consumers (the
+# client logs what it sees) and user space (ibv_devinfo) alike: the core
+# keeps one atomic_cap for both, and user QPs refuse atomics.
 # Both modules are built by `make module`. No kernel warning anywhere.
 #
 # Cost: about 15-25 s on the standard kernel (13 and 22 s measured with
@@ -16,12 +19,17 @@
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 4
+ktap_set_plan 5
 
 KMOD=$RSIW_REPO/tests/kmod
 SRV_KO=${RSIW_FRMR_KO:-$KMOD/rsiw_frmr_test.ko}
 CLI_KO=${RSIW_ATOMIC_KO:-$KMOD/rsiw_atomic_test.ko}
-APORT=7196
+# A port of its own, not the 7196 of rsiw_operate.sh and others: after
+# this test's kernel server had listened on 7196 (last through upstream
+# siw) and every module and namespace of it was gone, perftest's
+# rdma_listen on 7196 in rsiw_operate.sh failed on 6.12 (not on 7.3),
+# twice. Not explained yet (see the commit that chose this port).
+APORT=7296
 
 setup() {
 	local ko
@@ -56,6 +64,17 @@ atomics() {
 	return $rc
 }
 
+# caps: what the kernel client logged of the device in the run above
+# (atomic_cap 0, IB_ATOMIC_NONE), and what user space is told (none).
+caps() {
+	local k u
+	k=$(dmesg | grep -E 'rsiw_atomic_test: device rsiwa, atomic_cap' | tail -n 1)
+	u=$(ibv_devinfo -v -d rsiwa | grep -E '^\s*(masked_)?atomic_cap')
+	echo "kernel: $k"
+	echo "user space: $u"
+	grep -q 'atomic_cap 0$' <<<"$k" && [ -n "$u" ] && ! grep -qv ATOMIC_NONE <<<"$u"
+}
+
 # toward_siw: rsiw's client in ns A, upstream siw's server in ns B
 toward_siw() {
 	load_siw && del_dev rsiwb && USE_PAIR= && add_dev "$NS_B" siwb siw vb || return 1
@@ -79,6 +98,7 @@ check "setup: rsiw devices on the veth pair, test modules present" setup || {
 	ktap_finished
 }
 check "atomics between two rsiw devices: CmpSwap, FetchAdd, masked; misaligned TERMINATEd" atomics ok 9 atomic=1
+check "device attributes: no atomic capability, to kernel consumers and user space alike" caps
 check "atomics toward upstream siw: TERMINATE, error completion, no hang" toward_siw
 check "cleanup" cleanup
 ktap_finished
