@@ -58,9 +58,9 @@ cm_id_line() { res_line cm_id rsiw0 "$1"; }
 connect_check() {
 	local dev=$1 s c rc=0 p
 	shift
-	in_b timeout 60 ib_read_bw -R -F -d "$dev" -p $PORT -s 4096 -D 8 >/dev/null 2>&1 &
+	in_b timeout 60 ib_read_bw -R -F -d "$dev" -p $PORT -s 4096 -D 8 >"$WORK/srv.out" 2>&1 &
 	s=$!
-	wait_listen "$NS_B" $PORT || { kill $s; return 1; }
+	wait_listen "$NS_B" $PORT || { kill $s; cat "$WORK/srv.out"; return 1; }
 	in_a timeout 50 ib_read_bw -R -F -d rsiw0 -p $PORT -s 4096 -D 8 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	for p in "$@"; do
@@ -188,9 +188,9 @@ rev1() {
 # default allows.
 max_fpdu() {
 	echo 2 >$S/rsiw0/mpa_rev && echo 4096 >$S/rsiw0/mpa_max_fpdu || return 1
-	in_b timeout 60 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 6 >/dev/null 2>&1 &
+	in_b timeout 60 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 6 >"$WORK/srv.out" 2>&1 &
 	local s=$! c rc=0 line f p
-	wait_listen "$NS_B" $PORT || { kill $s; return 1; }
+	wait_listen "$NS_B" $PORT || { kill $s; cat "$WORK/srv.out"; return 1; }
 	in_a timeout 50 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 6 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	qp_line "drv_large_fpdu_tx 1 drv_max_fpdu_tx 4096 " >/dev/null || rc=1
@@ -217,10 +217,12 @@ stat_of() { rdma statistic $1 2>/dev/null | grep -oE "$2 [0-9]+" | head -n 1 | c
 # when its QP is unbound.
 qp_counter() {
 	local n cn pa pb qa qb cb s c rc=0
-	in_b timeout 60 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 8 >/dev/null 2>&1 &
+	# (20 s: on a loaded host the steps below took over 8 s, and the
+	# counter went with its QP at the end of the run before it was read)
+	in_b timeout 80 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 20 >"$WORK/srv.out" 2>&1 &
 	s=$!
-	wait_listen "$NS_B" $PORT || { kill $s; return 1; }
-	in_a timeout 50 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 8 "$IP_B" >"$WORK/perf.out" 2>&1 &
+	wait_listen "$NS_B" $PORT || { kill $s; cat "$WORK/srv.out"; return 1; }
+	in_a timeout 70 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 20 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	qpay() { qp_line "lqpn $n .*drv_tx_payload" | grep -oE 'drv_tx_payload [0-9]+' | cut -d' ' -f2; }
 	qp_line "state RTS .*drv_tx_payload [1-9][0-9]{5}" >/dev/null || rc=1
