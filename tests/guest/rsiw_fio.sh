@@ -46,9 +46,14 @@ fio_start() {
 	# shellcheck disable=SC2086 # options as words
 	in_b fio --name=srv "${common[@]}" --rw=read $2 >"$WORK/srv" 2>&1 &
 	SRV=$!
-	wait_listen "$NS_B" "$port" || {
+	# (30 s: fio takes its time to start under TCG; at a load of 6 its
+	# server was not listening after the default 5 s, and went on
+	# running into the next check)
+	wait_listen "$NS_B" "$port" "$(tmo 30)" || {
 		echo "the fio server does not listen on $port"
 		cat "$WORK/srv"
+		kill_tree $SRV KILL
+		wait $SRV 2>/dev/null
 		return 1
 	}
 	# shellcheck disable=SC2086
