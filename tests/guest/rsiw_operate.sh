@@ -229,10 +229,12 @@ qp_counter() {
 	n=$(busiest | grep -oE 'lqpn [0-9]+' | cut -d' ' -f2)
 	rdma statistic qp bind link rsiw0/1 lqpn "$n" || rc=1
 	snooze 0.5
-	pa=$(stat_of "show link rsiw0/1" tx_payload_bytes) qa=$(qpay)
+	# (the QP's and the port's counts read in the same order at both
+	# ends, so that their intervals are as long as each other)
+	qa=$(qpay) pa=$(stat_of "show link rsiw0/1" tx_payload_bytes)
 	snooze 2
-	qb=$(qpay) cb=$(stat_of "qp show link rsiw0/1" tx_payload_bytes)
-	pb=$(stat_of "show link rsiw0/1" tx_payload_bytes)
+	qb=$(qpay) pb=$(stat_of "show link rsiw0/1" tx_payload_bytes)
+	cb=$(stat_of "qp show link rsiw0/1" tx_payload_bytes)
 	cn=$(rdma statistic qp show link rsiw0/1 | grep -oE 'cntn [0-9]+' | cut -d' ' -f2)
 	rdma statistic qp unbind link rsiw0/1 cntn "$cn" lqpn "$n" || rc=1
 	[ -z "$(rdma statistic qp show link rsiw0/1)" ] || rc=1
