@@ -28,7 +28,15 @@ serve() {
 	wait_listen "$NS_B" "$PORT"
 	return 0
 }
-finish() { wait "$SERVER"; }
+# finish: the server's end; a failed server shows its status and output
+# (a check that failed on it printed nothing before)
+finish() {
+	wait "$SERVER" && return 0
+	local rc=$?
+	echo "server exit status $rc (124: timed out)"
+	grep -Ev "$PERF_BANNER" /tmp/server.out | head -n 12
+	return $rc
+}
 # the client failed: the server may wait for it until its timeout
 abort_server() { kill_tree "$SERVER"; wait "$SERVER" 2>/dev/null; }
 # client_failed STATUS: show what both sides printed, without perftest's
