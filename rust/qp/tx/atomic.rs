@@ -13,7 +13,7 @@
 use kernel::sync::Arc;
 
 use super::job::{Kind, Src};
-use super::read::{into_outbound_reads, sink_memory, Queued};
+use super::read::{queue_outbound, sink_memory};
 use super::sq::local_error;
 use super::state::TxState;
 use super::{queue_terminate, Next};
@@ -67,14 +67,8 @@ pub(super) fn request_job(
         placed: 0,
         req_id: msn,
     };
-    match into_outbound_reads(qp, tx, idx, atomic) {
-        Queued::Yes => {}
-        Queued::Flushed => return Next::Again,
-        Queued::OrdFull => return Next::Idle,
-        Queued::NoOrd => {
-            local_error(qp, idx, &sqe, Status::LocQpOpErr);
-            return Next::Again;
-        }
+    if let Some(next) = queue_outbound(qp, tx, idx, &sqe, atomic) {
+        return next;
     }
     qp.sq.give_back(idx);
     let mut slot = tx.slot();

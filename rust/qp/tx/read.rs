@@ -63,14 +63,8 @@ pub(super) fn request_job(
         placed: 0,
         req_id: 0,
     };
-    match into_outbound_reads(qp, tx, idx, read) {
-        Queued::Yes => {}
-        Queued::Flushed => return Next::Again,
-        Queued::OrdFull => return Next::Idle,
-        Queued::NoOrd => {
-            local_error(qp, idx, &sqe, Status::LocQpOpErr);
-            return Next::Again;
-        }
+    if let Some(next) = queue_outbound(qp, tx, idx, &sqe, read) {
+        return next;
     }
     qp.sq.give_back(idx);
     let request = ReadRequest {
@@ -105,7 +99,7 @@ pub(super) fn sink_memory(
 }
 
 /// Where [`into_outbound_reads`] put an RDMA Read.
-pub(super) enum Queued {
+enum Queued {
     /// Into the outbound Read queue, its slot taken.
     Yes,
     /// Nowhere: its slot was flushed meanwhile.
@@ -117,14 +111,31 @@ pub(super) enum Queued {
     NoOrd,
 }
 
-/// Moves `read` from send queue slot `idx` into the outbound Read queue
-/// and takes the slot, atomically with respect to flushes.
-pub(super) fn into_outbound_reads(
+/// Moves `read` (an RDMA Read or an Atomic Request, whose queue and ORD
+/// it shares) from send queue slot `idx`, holding `sqe`, into the
+/// outbound Read queue. `None` when it is there; else what the send queue
+/// does next (with ORD 0 the request completes with a local QP error).
+pub(super) fn queue_outbound(
     qp: &Qp,
     tx: &mut TxState,
     idx: u32,
+    sqe: &Sqe,
     read: OutboundRead,
-) -> Queued {
+) -> Option<Next> {
+    match into_outbound_reads(qp, tx, idx, read) {
+        Queued::Yes => None,
+        Queued::Flushed => Some(Next::Again),
+        Queued::OrdFull => Some(Next::Idle),
+        Queued::NoOrd => {
+            local_error(qp, idx, sqe, Status::LocQpOpErr);
+            Some(Next::Again)
+        }
+    }
+}
+
+/// Moves `read` from send queue slot `idx` into the outbound Read queue
+/// and takes the slot, atomically with respect to flushes.
+fn into_outbound_reads(qp: &Qp, tx: &mut TxState, idx: u32, read: OutboundRead) -> Queued {
     let mut inner = qp.inner.lock();
     if inner.sq_get() != idx {
         return Queued::Flushed;
