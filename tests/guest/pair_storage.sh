@@ -110,7 +110,18 @@ smb_case "SMB Direct, rsiw server (b), rsiw client (a)" there here
 check "setup: siw0 instead of rsiw0 in guest b" peer_dev siw
 nvme_case "NVMe-oF, siw target (b), rsiw host (a)" there here
 nvme_case "NVMe-oF, rsiw target (a), siw host (b)" here there
+# Upstream siw under isert, at logout, now and then fails a send the
+# target queued with IB_WC_LOC_QP_OP_ERR instead of flushing it, and
+# isert's error path then warns in iscsit_release_cmd: a bug outside
+# rsiw, reproduced with siw in both guests by pair_iser_siw.sh. A WARNING
+# of that kind in b during this case (b's device is siw) is named, and
+# qemu-images/run-pair does not count it; one in any other case is.
+siw_isert_bug() {
+	pair_known_report siw_isert 'iscsit_release_cmd' "$@"
+}
+siw_isert_bug
 iser_case "iSER, siw target (b), rsiw initiator (a)" there here
+siw_isert_bug "upstream siw with isert: a send failed with LOC_QP_OP_ERR at logout, WARNING in iscsit_release_cmd (tests/guest/pair_iser_siw.sh reproduces it with siw in both guests)"
 iser_case "iSER, rsiw target (a), siw initiator (b)" here there
 smb_case "SMB Direct, siw server (b), rsiw client (a)" there here
 smb_case "SMB Direct, rsiw server (a), siw client (b)" here there

@@ -219,7 +219,8 @@ fn mode_of(i: u8) -> MpaMode {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // (4 under Miri, which is thousands of times slower)
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 512 }, ..ProptestConfig::default() })]
 
     #[test]
     fn frame_deframe_roundtrip(
