@@ -843,14 +843,18 @@ int rsiw_sock_reserve_rcv_window(struct socket *s, u32 win)
 }
 
 /*
- * Whether the caller may sleep: task context with interrupts on and, where
- * the kernel counts it, no lock or RCU section that disabled preemption.
- * Without CONFIG_PREEMPT_COUNT a plain spinlock is invisible here; rsiw's
- * locks that may hold the last reference to pinned memory are all
- * interrupt-safe (interrupts off while held), which this sees.
+ * Whether the caller may sleep: task context with interrupts on, outside
+ * any RCU read-side section (preemptible RCU does not count one in
+ * preempt_count; a reference taken by an RCU look-up may be dropped in
+ * it) and, where the kernel counts it, no lock or section that disabled
+ * preemption. Without CONFIG_PREEMPT_COUNT a plain spinlock is invisible
+ * here; rsiw's locks that may hold the last reference to pinned memory are
+ * all interrupt-safe (interrupts off while held), which this sees.
  */
 bool rsiw_may_sleep(void)
 {
+	if (rcu_preempt_depth())
+		return false;
 #ifdef CONFIG_PREEMPT_COUNT
 	return !in_atomic() && !irqs_disabled();
 #else
