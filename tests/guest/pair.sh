@@ -98,25 +98,6 @@ pair_stop() {
 	return 0
 }
 
-# pair_known_report NAME PATTERN [WHY]: without WHY, counts the WARNING
-# lines of guest b's kernel log that match PATTERN (an extended regex);
-# with WHY, after a step that may trigger a bug outside rsiw: if there
-# are more of them than that count, writes PATTERN and WHY to the
-# shared directory's known-reports, where qemu-images/run-pair finds them
-# (a report in b of which each WARNING matches a known PATTERN is named
-# there, not counted as a failure). Prints "# known report in b's kernel
-# log: WHY" then.
-declare -A PAIR_KNOWN=()
-pair_known_report() {
-	local n
-	n=$(pair_run "dmesg | grep -E 'WARNING:' | grep -cE '$2'" 30) || n=0
-	if [ $# -ge 3 ] && [ "${n:-0}" -gt "${PAIR_KNOWN[$1]:-0}" ]; then
-		printf 'b|%s|%s\n' "$2" "$3" >>"$RSIW_PAIR_DIR/known-reports"
-		echo "# known report in b's kernel log: $3"
-	fi
-	PAIR_KNOWN[$1]=${n:-0}
-}
-
 # pair_quit: ends guest b's agent.
 pair_quit() { : >"$RSIW_PAIR_DIR/quit"; }
 
