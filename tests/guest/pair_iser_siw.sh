@@ -35,7 +35,6 @@
 . "$(dirname "$0")/pair.sh"
 . "$(dirname "$0")/storage.sh"
 
-on() { if [ "$1" = here ]; then (eval "$2"); else pair_run ". \$RSIW_TESTDIR/storage.sh && $2" 180; fi; }
 rounds=${ROUNDS:-20}
 ktap_print_header
 ktap_set_plan $((rounds + 1))
@@ -48,7 +47,6 @@ setup() {
 }
 check "setup: siw0 in b with a CPU hog, ${init}0 in a" setup || ktap_exit_fail_msg "setup failed"
 round() {
-	all_of() { local c rc=0; for c in "$@"; do $c || rc=1; done; return $rc; }
 	on there "iser_target_up $RSIW_PEER" >/dev/null && on here "iser_login $RSIW_PEER" >/dev/null &&
 		on here "blk_data \"\$(iser_disk)\"" || { on here iser_logout; on there iser_target_down; return 1; }
 	on here iser_logout; on there iser_target_down

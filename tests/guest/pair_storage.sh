@@ -17,16 +17,6 @@
 ktap_print_header
 ktap_set_plan 38
 
-# on WHERE COMMAND: COMMAND (a function of storage.sh, say) here (guest
-# a) or there (guest b); its output and status.
-on() {
-	if [ "$1" = here ]; then
-		(eval "$2")
-	else
-		pair_run ". \$RSIW_TESTDIR/storage.sh && $2" 180
-	fi
-}
-
 # addr WHERE: the guest's address on the link.
 addr() { if [ "$1" = here ]; then echo "$RSIW_ADDR"; else echo "$RSIW_PEER"; fi; }
 

@@ -11,6 +11,16 @@
 
 . "$RSIW_TESTDIR/nvmeof.sh"
 
+# on WHERE COMMAND: COMMAND (a function of this file, say) here (guest a)
+# or there (guest b, through pair.sh's pair_run); its output and status.
+on() {
+	if [ "$1" = here ]; then
+		(eval "$2")
+	else
+		pair_run ". \$RSIW_TESTDIR/storage.sh && $2" 180
+	fi
+}
+
 STORE=/tmp/rsiw-store
 ISER_IQN=iqn.2026-11.org.rsiw:store
 LIO=/sys/kernel/config/target

@@ -329,9 +329,9 @@ fn first_fpdu_fits_an_empty_call_with_markers_and_six_buffers() {
             mulpdu: mpa::mulpdu(emss, true),
             large_fpdu: None,
         };
-        // (under Miri, thousands of times slower, every 17th offset:
-        // each residue the markers' 512-octet period gives a planner
-        // still comes up every few runs of the native test)
+        // (under Miri, thousands of times slower, every 17th offset: 31
+        // places in the markers' 512-octet period; the native test takes
+        // every one)
         for off in (0..512).step_by(if cfg!(miri) { 17 } else { 1 }) {
             let mut pos = TxPos::new(off);
             pos.begin(64 * 1024);
