@@ -84,23 +84,19 @@ perf() { # tool
 SWEEP_SIZES=${RSIW_PERF_SWEEP_SIZES:-}
 perf_all() { # tool
 	PORT=18515
-	if [ -z "$SWEEP_SIZES" ]; then
-		serve "$1" -R -F -a -n "$SWEEP_ITERS" -d dev_b
-		in_a timeout $(tmo 120) "$1" -R -F -a -n "$SWEEP_ITERS" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	local size opts want
+	for size in ${SWEEP_SIZES:-all}; do
+		if [ "$size" = all ]; then
+			opts=-a want=8388608
+		else
+			opts="-s $size" want=$size
+		fi
+		serve "$1" -R -F $opts -n "$SWEEP_ITERS" -d dev_b
+		in_a timeout $(tmo 120) "$1" -R -F $opts -n "$SWEEP_ITERS" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
 			client_failed $?
 			return 1
 		}
-		grep -q '^ 8388608' /tmp/client.out && finish
-		return
-	fi
-	local size
-	for size in $SWEEP_SIZES; do
-		serve "$1" -R -F -s "$size" -n "$SWEEP_ITERS" -d dev_b
-		in_a timeout $(tmo 60) "$1" -R -F -s "$size" -n "$SWEEP_ITERS" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
-			client_failed $?
-			return 1
-		}
-		grep -qE "^ *$size " /tmp/client.out || { echo "no report of $size octets"; abort_server; return 1; }
+		grep -qE "^ *$want " /tmp/client.out || { echo "no report of $want octets"; abort_server; return 1; }
 		finish || return 1
 	done
 }
