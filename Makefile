@@ -24,6 +24,9 @@
 #                 at once, alternating every few iterations (tests/bench/latpair.sh)
 #   make distance two guests at 20 and 50 ms RTT: rsiw's bandwidth against
 #                 TCP's, RDMA Reads in flight (tests/guest/pair_distance.sh, ~4 min)
+#   make repro-siw-last-send  a reproducer of an upstream siw race, not rsiw's
+#                 (a Send the peer received fails on siw: tests/guest/siw_last_send.c;
+#                 one guest booted with preempt=full, ~30 s)
 #   make latency-split  where a one-way ping-pong message's time goes, rsiw vs siw
 #                 (kprobe timestamps, one guest, ~3 min; see tests/bench/latency-split.sh)
 
@@ -35,7 +38,7 @@ KDIR_CMD := $(ROOT)/qemu-images/build-kernel
 GUEST_SHIM = $(MAKE) -s -C $(ROOT)/tests/guest $(ROOT)/target/guest/perftest_retry.so
 KMAKE_VARS = RUSTC=/usr/bin/rustc CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$$(. $(ROOT)/qemu-images/env.sh; echo $$BINDGEN)
 
-.PHONY: all module kernel demo check distance debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split insn-profile insn-profile-pair fuzz miri
+.PHONY: all module kernel demo check distance debug-check hostile soak host-test guest-test clippy fmt clean bench lat-pair latency-split repro-siw-last-send insn-profile insn-profile-pair fuzz miri
 
 all: module
 
@@ -71,6 +74,10 @@ debug-check:
 hostile: module
 	@cargo build -q --release -p hostile-peer
 	@$(ROOT)/qemu-images/run -t 1200 "$(ROOT)/tests/guest/run_tests.sh rsiw_hostile.sh"
+
+repro-siw-last-send: module
+	@$(MAKE) -s -C $(ROOT)/tests/guest
+	@RSIW_APPEND=preempt=full $(ROOT)/qemu-images/run -t 600 "$(ROOT)/tests/guest/run_tests.sh siw_last_send.sh"
 
 # The stress suite (tests/guest/rsiw_stress.sh) with a long soak; `make check`
 # runs it with a 20 s one.

@@ -39,8 +39,6 @@ WORK=$(mktemp -d /tmp/rsiw-unplug.XXXXXX)
 CASES=${UNPLUG_CASES:-link:prog netdev:prog rmmod:prog link:perftest netdev:perftest rmmod:perftest link:rping netdev:rping rmmod:rping}
 SIW=${UNPLUG_SIW:-1}
 LIMIT=$(tmo "${UNPLUG_LIMIT:-20}")
-exec {SAY}>&1
-say() { echo "# $*" >&"$SAY"; }
 
 ktap_print_header
 if ! BIN=$(guest_prog rsiw_unplug); then
