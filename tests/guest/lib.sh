@@ -27,16 +27,18 @@ IP_A=198.18.0.1 IP_B=198.18.0.2
 exec {SAY}>&1
 say() { echo "# $*" >&"$SAY"; }
 
-# siw_last_send_race SERVER_OUTPUT: perftest's server on upstream siw
-# failed its last Send with status 2 (IBV_WC_LOC_QP_OP_ERR, " Bad wc
-# status 2" then " Unable to write from socket/rdma_cm") while its client
-# ended well, which it does only after receiving that Send. Upstream
-# siw's race with the client's FIN (tests/guest/siw_last_send.c says
-# where); only meaningful when the client exited 0.
+# siw_last_send_race DRIVER STATUS SERVER_OUTPUT: true, and says so, when
+# perftest's server on upstream siw (DRIVER siw*) exited 1 having failed
+# only its last Send with status 2 (IBV_WC_LOC_QP_OP_ERR, " Bad wc status
+# 2" then " Unable to write from socket/rdma_cm"). Call it only once the
+# client ended well, which it does only after receiving that Send:
+# upstream siw's race with the client's FIN (tests/guest/siw_last_send.c
+# says where; make repro-siw-last-send reproduces it).
 siw_last_send_race() {
-	grep -q 'Bad wc status 2 *$' <<<"$1" && grep -q 'Unable to write from socket/rdma_cm' <<<"$1"
+	[[ $1 == siw* ]] && [ "$2" = 1 ] && grep -q 'Bad wc status 2 *$' <<<"$3" &&
+		grep -q 'Unable to write from socket/rdma_cm' <<<"$3" || return 1
+	say "upstream siw: the siw server failed its last Send (IBV_WC_LOC_QP_OP_ERR) after the client had received it, siw's race with the client's FIN (reproducer: make repro-siw-last-send); not a failure of rsiw, the client ended well"
 }
-SIW_LAST_SEND_NOTE="upstream siw: the siw server failed its last Send (IBV_WC_LOC_QP_OP_ERR) after the client had received it, siw's race with the client's FIN (reproducer: make repro-siw-last-send); not a failure of rsiw, the client ended well"
 
 # tmo SECS: a timeout scaled by RSIW_TIMEOUT_SCALE (the debug kernel runs
 # several times slower under TCG).

@@ -36,10 +36,7 @@ serve() {
 finish() {
 	wait "$SERVER" && return 0
 	local rc=$?
-	if [ "$SERVER_DRV" = siw ] && [ $rc = 1 ] && siw_last_send_race "$(cat /tmp/server.out)"; then
-		say "$SIW_LAST_SEND_NOTE"
-		return 0
-	fi
+	siw_last_send_race "$SERVER_DRV" $rc "$(cat /tmp/server.out)" && return 0
 	echo "server exit status $rc (124: timed out)"
 	grep -Ev "$PERF_BANNER" /tmp/server.out | head -n 12
 	return $rc
