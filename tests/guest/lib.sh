@@ -27,17 +27,25 @@ IP_A=198.18.0.1 IP_B=198.18.0.2
 exec {SAY}>&1
 say() { echo "# $*" >&"$SAY"; }
 
-# siw_last_send_race DRIVER STATUS SERVER_OUTPUT: true, and says so, when
-# perftest's server on upstream siw (DRIVER siw*) exited 1 having failed
-# only its last Send with status 2 (IBV_WC_LOC_QP_OP_ERR, " Bad wc status
-# 2" then " Unable to write from socket/rdma_cm"). Call it only once the
-# client ended well, which it does only after receiving that Send:
-# upstream siw's race with the client's FIN (tests/guest/siw_last_send.c
-# says where; make repro-siw-last-send reproduces it).
+# siw_last_send_race ROLE DRIVER STATUS OUTPUT: true, and says so, when
+# the perftest ROLE (server or client) on upstream siw (DRIVER siw*)
+# exited 1 having failed only its last Send with status 2
+# (IBV_WC_LOC_QP_OP_ERR, " Bad wc status 2" then perftest's closing
+# write: " Unable to write from socket/rdma_cm" on the server, "... to
+# socket/rdma_cm" on the client). Call it only once the other side ended
+# well, which it does only after receiving that Send: upstream siw's race
+# with the peer's FIN (tests/guest/siw_last_send.c says where; make
+# repro-siw-last-send reproduces it on the server's side).
 siw_last_send_race() {
-	[[ $1 == siw* ]] && [ "$2" = 1 ] && grep -q 'Bad wc status 2 *$' <<<"$3" &&
-		grep -q 'Unable to write from socket/rdma_cm' <<<"$3" || return 1
-	say "upstream siw: the siw server failed its last Send (IBV_WC_LOC_QP_OP_ERR) after the client had received it, siw's race with the client's FIN (reproducer: make repro-siw-last-send); not a failure of rsiw, the client ended well"
+	local write
+	case $1 in
+	server) write='Unable to write from socket/rdma_cm' ;;
+	client) write='Unable to write to socket/rdma_cm' ;;
+	*) return 1 ;;
+	esac
+	[[ $2 == siw* ]] && [ "$3" = 1 ] && grep -q 'Bad wc status 2 *$' <<<"$4" &&
+		grep -q "$write" <<<"$4" || return 1
+	say "upstream siw: the siw $1 failed its last Send (IBV_WC_LOC_QP_OP_ERR) after the peer had received it, siw's race with the peer's FIN (reproducer: make repro-siw-last-send); not a failure of rsiw, the peer ended well"
 }
 
 # tmo SECS: a timeout scaled by RSIW_TIMEOUT_SCALE (the debug kernel runs
@@ -362,9 +370,32 @@ kmsg_check() {
 	fi
 	if [ -n "$bad" ]; then
 		echo "$bad" | sed 's/^/# kmsg: /'
+		kmsg_reports
 		return 1
 	fi
 	return 0
+}
+# kmsg_reports: prints, once each, the whole kernel reports (WARNING, BUG,
+# lockdep, KASAN, UBSAN) in the shared log that no earlier call printed:
+# the lines kmsg_check matched name a report, the trace says where.
+# At most 160 lines a report; continuation records (" KEY=value") and
+# this file's markers are left out.
+KMSG_REPORT_START='WARNING:|BUG:|BUG |Oops|general protection|possible circular|possible recursive|KASAN:|UBSAN:|refcount_t:|list_(add|del) corruption|INFO: task .* blocked'
+kmsg_reports() {
+	local done_file=${RSIW_KMSG_BAD:-/tmp/rsiw-kmsg.bad}.reported last
+	[ -n "${RSIW_KMSG_LOG:-}" ] && [ -r "$RSIW_KMSG_LOG" ] || return 0
+	last=$(cat "$done_file" 2>/dev/null || echo -1)
+	awk -F';' -v last="$last" -v start="$KMSG_REPORT_START" -v out="$done_file" '
+		/^ / || /rsiw-kmsg-mark / { next }
+		{
+			split($1, h, ","); seq = h[2] + 0
+			if (seq <= last) next
+			msg = substr($0, length($1) + 2)
+			if (left == 0 && msg ~ start) { left = 160; print "# kmsg report:" }
+			if (left > 0) { print "# | " msg; left--; high = seq }
+		}
+		END { if (high > last) print high > out }
+	' "$RSIW_KMSG_LOG"
 }
 
 # budget_spent DESC: true when this boot's time budget (RSIW_DEADLINE, in

@@ -51,6 +51,21 @@ qp_line() { res_line qp rsiw0/1 "$1"; }
 # (res_line; any port: the id of a wildcard listen has none).
 cm_id_line() { res_line cm_id rsiw0 "$1"; }
 
+# listen_failed PID: the server PID in ns B did not listen on PORT: stop
+# it, show what it printed and who holds PORT in either namespace (rdma_cm
+# listens on every device for a wildcard address, on rsiw0 in ns A too).
+listen_failed() {
+	kill "$1" 2>/dev/null
+	wait "$1"
+	cat "$WORK/srv.out"
+	echo "sockets on port $PORT in ns A:"
+	in_a ss -Htane "sport = :$PORT or dport = :$PORT"
+	echo "in ns B:"
+	in_b ss -Htane "sport = :$PORT or dport = :$PORT"
+	echo "rdma_cm ids:"
+	rdma res show cm_id
+}
+
 # connect_check DEV_B PATTERN...: RDMA Reads from rsiw0 (ns A) to DEV_B
 # in ns B for 8 s (ib_read_bw over rdma_cm: Read Requests go out, Read
 # Responses come in); while it runs, every PATTERN must match rsiw0's QP
@@ -60,7 +75,7 @@ connect_check() {
 	shift
 	in_b timeout 60 ib_read_bw -R -F -d "$dev" -p $PORT -s 4096 -D 8 >"$WORK/srv.out" 2>&1 &
 	s=$!
-	wait_listen "$NS_B" $PORT || { kill $s; cat "$WORK/srv.out"; return 1; }
+	wait_listen "$NS_B" $PORT || { listen_failed $s; return 1; }
 	in_a timeout 50 ib_read_bw -R -F -d rsiw0 -p $PORT -s 4096 -D 8 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	for p in "$@"; do
@@ -190,7 +205,7 @@ max_fpdu() {
 	echo 2 >$S/rsiw0/mpa_rev && echo 4096 >$S/rsiw0/mpa_max_fpdu || return 1
 	in_b timeout 60 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 6 >"$WORK/srv.out" 2>&1 &
 	local s=$! c rc=0 line f p
-	wait_listen "$NS_B" $PORT || { kill $s; cat "$WORK/srv.out"; return 1; }
+	wait_listen "$NS_B" $PORT || { listen_failed $s; return 1; }
 	in_a timeout 50 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 6 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	qp_line "drv_large_fpdu_tx 1 drv_max_fpdu_tx 4096 " >/dev/null || rc=1
@@ -221,7 +236,7 @@ qp_counter() {
 	# counter went with its QP at the end of the run before it was read)
 	in_b timeout 80 ib_write_bw -R -F -d rsiw1 -p $PORT -s 65536 -D 20 >"$WORK/srv.out" 2>&1 &
 	s=$!
-	wait_listen "$NS_B" $PORT || { kill $s; cat "$WORK/srv.out"; return 1; }
+	wait_listen "$NS_B" $PORT || { listen_failed $s; return 1; }
 	in_a timeout 70 ib_write_bw -R -F -d rsiw0 -p $PORT -s 65536 -D 20 "$IP_B" >"$WORK/perf.out" 2>&1 &
 	c=$!
 	qpay() { qp_line "lqpn $n .*drv_tx_payload" | grep -oE 'drv_tx_payload [0-9]+' | cut -d' ' -f2; }
