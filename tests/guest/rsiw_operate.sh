@@ -64,6 +64,9 @@ listen_failed() {
 	in_b ss -Htane "sport = :$PORT or dport = :$PORT"
 	echo "rdma_cm ids:"
 	rdma res show cm_id
+	# (rdma_cm logs which device refused a listen, and the error)
+	echo "kernel log:"
+	dmesg | grep -E 'RDMA CMA|rsiw' | tail -n 5
 }
 
 # connect_check DEV_B PATTERN...: RDMA Reads from rsiw0 (ns A) to DEV_B
