@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Under Miri (thousands of times slower) only this many of the smallest
 /// inputs of each corpus are replayed.
-const MIRI_INPUTS: usize = 6;
+const MIRI_INPUTS: usize = 3;
 
 /// Runs `body` on every file of `fuzz/corpus/<target>/`.
 fn replay(target: &str, body: fn(&[u8])) {

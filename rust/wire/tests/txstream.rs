@@ -272,7 +272,7 @@ impl RxSink for Collect {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 256 }, ..ProptestConfig::default() })]
 
     #[test]
     fn partial_sends_resume_and_complete_messages(
