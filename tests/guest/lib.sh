@@ -98,6 +98,28 @@ kill_tree() {
 	return 0
 }
 
+# watched SECS DIAG CMD...: CMD, stopped after SECS (status 124, as
+# timeout(1) says) once the function DIAG has shown what it was stuck on:
+# a connection gone with its process tells nothing, a check that timed
+# out had nothing to show but the programs' output.
+watched() {
+	local n=$(($1 * 10)) diag=$2 pid
+	shift 2
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ $n -le 0 ]; then
+			$diag
+			kill_tree "$pid"
+			wait "$pid"
+			return 124
+		fi
+		snooze 0.1
+		n=$((n - 1))
+	done
+	wait "$pid"
+}
+
 # ns_pid NS: sets NSPID to the PID of an anchor process (sleep) in
 # namespace NS, started on first use (disowned: a plain `wait` does not
 # wait for it) and stopped by topo_down; its /proc/PID/net is the

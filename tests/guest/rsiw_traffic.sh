@@ -42,6 +42,24 @@ finish() {
 	grep -Ev "$PERF_BANNER" /tmp/server.out | head -n 12
 	return $rc
 }
+# stall_diag: what a client still running at its time limit was stuck on
+# (watched): both ends' TCP queues and windows, and the QPs' details
+# (rsiw's show what each side sent and received, and its receive state).
+stall_diag() {
+	{
+		echo "client still running; its socket, then the server's:"
+		in_a ss -Htni "dst $IP_B"
+		in_b ss -Htni "src $IP_B"
+		echo "QPs:"
+		rdma res show qp -dd
+	} >/tmp/stall.out 2>&1
+}
+# client PROG ARGS...: perftest's client in ns A with a time limit of
+# 50 s (scaled; watched, see stall_diag); its output in /tmp/client.out.
+client() {
+	rm -f /tmp/stall.out
+	watched "$(tmo 50)" stall_diag in_a "$@" >/tmp/client.out 2>&1
+}
 # the client failed: the server may wait for it until its timeout
 abort_server() { kill_tree "$SERVER"; wait "$SERVER" 2>/dev/null; }
 # client_failed STATUS: show what both sides printed, without perftest's
@@ -55,6 +73,8 @@ client_failed() {
 	abort_server
 	echo "server:"
 	grep -Ev "$PERF_BANNER" /tmp/server.out | head -n 6
+	# (last: the check shows its output's last 30 lines)
+	[ ! -s /tmp/stall.out ] || cat /tmp/stall.out
 }
 
 rping_v() {
@@ -72,7 +92,7 @@ rping_v() {
 perf() { # tool
 	PORT=18515
 	serve "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_b
-	in_a timeout $(tmo 50) "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	client "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_a "$IP_B" || {
 		local rc=$?
 		# the server ends well only after receiving the client's last Send
 		[ $rc = 1 ] && [[ $CLIENT_DRV == siw* ]] && wait "$SERVER" &&
@@ -120,7 +140,7 @@ sweep_name() {
 lat() { # tool
 	PORT=18515
 	serve "$1" -R -F -n $ITERS -s 64 -d dev_b
-	in_a timeout $(tmo 50) "$1" -R -F -n $ITERS -s 64 -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+	client "$1" -R -F -n $ITERS -s 64 -d dev_a "$IP_B" || {
 		client_failed $?
 		return 1
 	}
