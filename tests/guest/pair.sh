@@ -221,7 +221,7 @@ pair_perf_there() {
 	rc=$?
 	# the client ended well: a siw server that failed only its last Send
 	# is siw's race (lib.sh siw_last_send_race)
-	siw_last_send_race server "$there" $rc "$out" && return 0
+	siw_last_send_race server "$there" $rc "$out" && { say_siw_last_send_race server; return 0; }
 	echo "# the server in guest b did not end well (124: still running after 30 s):"
 	echo "$out" | tail -n 15
 	pair_stop "$id"
@@ -236,21 +236,17 @@ pair_perf_here() {
 	timeout 60 "$@" -R -F -d "$here" -p "$port" >/dev/null 2>&1 &
 	local s=$!
 	wait_listen $$ "$port" 10 || { kill $s; return 1; }
-	local out rc
-	out=$(pair_run "timeout 50 $* -R -F -d $there -p $port $RSIW_ADDR" 60) || {
-		rc=$?
-		# the server here ends well only after receiving the client's
-		# last Send: a siw client that failed only that Send is siw's
-		# race (lib.sh siw_last_send_race)
-		[ $rc = 1 ] && [[ $there == siw* ]] && wait $s && siw_last_send_race client "$there" $rc "$out" && {
-			echo "$out"
-			return 0
-		}
-		echo "$out"
-		pair_diag $s >&2
-		kill $s 2>/dev/null
-		return 1
-	}
+	local out rc=0
+	out=$(pair_run "timeout 50 $* -R -F -d $there -p $port $RSIW_ADDR" 60) || rc=$?
 	echo "$out"
-	wait $s
+	[ $rc != 0 ] || { wait $s; return; }
+	# the server here ends well only after receiving the client's last
+	# Send: a siw client that failed only that Send is siw's race
+	if siw_last_send_race client "$there" $rc "$out" && wait $s; then
+		say_siw_last_send_race client
+		return 0
+	fi
+	pair_diag $s >&2
+	kill $s 2>/dev/null
+	return 1
 }

@@ -37,7 +37,10 @@ serve() {
 finish() {
 	wait "$SERVER" && return 0
 	local rc=$?
-	siw_last_send_race server "$SERVER_DRV" $rc "$(cat /tmp/server.out)" && return 0
+	siw_last_send_race server "$SERVER_DRV" $rc "$(cat /tmp/server.out)" && {
+		say_siw_last_send_race server
+		return 0
+	}
 	echo "server exit status $rc (124: timed out)"
 	grep -Ev "$PERF_BANNER" /tmp/server.out | head -n 12
 	return $rc
@@ -54,11 +57,13 @@ stall_diag() {
 		rdma res show qp -dd
 	} >/tmp/stall.out 2>&1
 }
-# client PROG ARGS...: perftest's client in ns A with a time limit of
-# 50 s (scaled; watched, see stall_diag); its output in /tmp/client.out.
+# client SECS PROG ARGS...: perftest's client in ns A with a time limit
+# of SECS (scaled; watched, see stall_diag); its output in /tmp/client.out.
 client() {
+	local secs=$1
+	shift
 	rm -f /tmp/stall.out
-	watched "$(tmo 50)" stall_diag in_a "$@" >/tmp/client.out 2>&1
+	watched "$(tmo "$secs")" stall_diag in_a "$@" >/tmp/client.out 2>&1
 }
 # the client failed: the server may wait for it until its timeout
 abort_server() { kill_tree "$SERVER"; wait "$SERVER" 2>/dev/null; }
@@ -92,11 +97,13 @@ rping_v() {
 perf() { # tool
 	PORT=18515
 	serve "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_b
-	client "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_a "$IP_B" || {
+	client 50 "$1" -R -F -n $ITERS -s "${PERF_SIZE:-65536}" -d dev_a "$IP_B" || {
 		local rc=$?
 		# the server ends well only after receiving the client's last Send
-		[ $rc = 1 ] && [[ $CLIENT_DRV == siw* ]] && wait "$SERVER" &&
-			siw_last_send_race client "$CLIENT_DRV" $rc "$(cat /tmp/client.out)" && return 0
+		if siw_last_send_race client "$CLIENT_DRV" $rc "$(cat /tmp/client.out)" && wait "$SERVER"; then
+			say_siw_last_send_race client
+			return 0
+		fi
 		client_failed $rc
 		return 1
 	}
@@ -121,7 +128,7 @@ perf_all() { # tool
 			opts="-s $size" want=$size
 		fi
 		serve "$1" -R -F $opts -n "$SWEEP_ITERS" -d dev_b
-		in_a timeout $(tmo 120) "$1" -R -F $opts -n "$SWEEP_ITERS" -d dev_a "$IP_B" >/tmp/client.out 2>&1 || {
+		client 120 "$1" -R -F $opts -n "$SWEEP_ITERS" -d dev_a "$IP_B" || {
 			client_failed $?
 			return 1
 		}
@@ -140,7 +147,7 @@ sweep_name() {
 lat() { # tool
 	PORT=18515
 	serve "$1" -R -F -n $ITERS -s 64 -d dev_b
-	client "$1" -R -F -n $ITERS -s 64 -d dev_a "$IP_B" || {
+	client 50 "$1" -R -F -n $ITERS -s 64 -d dev_a "$IP_B" || {
 		client_failed $?
 		return 1
 	}
