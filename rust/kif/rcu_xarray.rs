@@ -96,6 +96,19 @@ impl<T: Send + Sync> RcuXArray<T> {
     /// again for the same ID while nothing was erased from any xarray
     /// takes the entry from the cache instead of walking the tree.
     pub fn get_cached(&self, id: u32, cache: &mut LookupCache<T>) -> Option<Arc<T>> {
+        self.with_cached(id, cache, |entry| entry.map(Arc::from))
+    }
+
+    /// Runs `f` on the object with ID `id` (or `None`), looked up as by
+    /// [`Self::get_cached`], without taking a reference: the borrow lasts
+    /// as long as the RCU read section around `f`, so `f` must not sleep.
+    #[inline(always)]
+    pub fn with_cached<R>(
+        &self,
+        id: u32,
+        cache: &mut LookupCache<T>,
+        f: impl FnOnce(Option<ArcBorrow<'_, T>>) -> R,
+    ) -> R {
         let me = core::ptr::from_ref(self) as usize;
         let _rcu = rcu::read_lock();
         let gen = ERASE_GEN.load(Ordering::Acquire);
@@ -122,12 +135,12 @@ impl<T: Send + Sync> RcuXArray<T> {
         // match either): then the entry has not been erased since, or the
         // erase's bump, which precedes the grace period that ends before
         // the entry's reference drops, follows our load of the counter, so
-        // that grace period also waits for this read section.
-        (!p.is_null()).then(|| {
-            // SAFETY: `p` is a live entry's `Arc` pointer, see above.
-            let b = unsafe { ArcBorrow::from_raw(p) };
-            Arc::from(b)
-        })
+        // that grace period also waits for this read section, which lasts
+        // until `f` returned.
+        // SAFETY: a non-null `p` is a live entry's `Arc` pointer, see above,
+        // for as long as `_rcu` is held; the borrow does not outlive `f`.
+        let entry = (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) });
+        f(entry)
     }
 
     /// Removes the object with ID `id`; the xarray's reference to it goes

@@ -219,6 +219,38 @@ pub(crate) fn resolve(
     checked.map(|()| MemRef { mem, ticket })
 }
 
+/// Resolves `stag` as [`resolve`] does, for `[addr, addr + len)` with
+/// rights `need`, and copies `data` (at most `len` octets) to `addr` in the
+/// same look: a whole segment placed at once. No reference is kept (the
+/// memory is borrowed under RCU for the copy), and the registration
+/// checked is the one the copy is made inside. Must not sleep, as the
+/// receive path does not.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn place(
+    table: &RcuXArray<Mem>,
+    cache: &mut StagCache,
+    stag: u32,
+    pd_id: u32,
+    addr: u64,
+    len: u64,
+    data: &[u8],
+    need: u32,
+) -> core::result::Result<(), MemFault> {
+    if data.len() as u64 > len {
+        return Err(MemFault::Bounds);
+    }
+    table.with_cached(stag >> 8, cache, |mem| {
+        let mem = mem.ok_or(MemFault::Stag)?;
+        mem.gate
+            .enter_key((stag & 0xff) as u8)
+            .map_err(|_| MemFault::Stag)?;
+        let _inside = Inside { mem: &mem };
+        check_registration(&mem, pd_id, addr, len, need)?;
+        mem_write(&mem, addr, data).map_err(|_| MemFault::Copy)
+    })
+}
+
 /// PD, rights `need` and bounds of `[addr, addr + len)` in `mem`, whose
 /// gate the caller is inside.
 fn check_registration(
@@ -391,6 +423,7 @@ fn mem_atomic(mem: &Mem, addr: u64, f: impl FnMut(u64) -> u64) -> Result<u64> {
 }
 
 /// Copies `data` into `mem` at `addr`. The caller checked the bounds.
+#[inline]
 fn mem_write(mem: &Mem, addr: u64, data: &[u8]) -> Result {
     if data.is_empty() {
         return Ok(());

@@ -157,6 +157,25 @@ pub trait RxSink {
     ) -> Result<(), ProtocolError>;
     /// A marker at stream offset `off` was received and checked.
     fn on_marker(&mut self, _off: u32, _m: Marker) {}
+    /// A whole FPDU in one piece (no markers), whose CRC needs no check
+    /// here (`verdict`: not negotiated, or checked before): its header
+    /// `hdr` (`raw` its wire form) and all of its `payload`. The sink may
+    /// take it at once, with the effect the calls of
+    /// [`RxSink::on_fpdu_start`], [`RxSink::on_header`],
+    /// [`RxSink::on_payload`] and [`RxSink::on_fpdu_end`] would have, and
+    /// return `Ok(true)`; with `Ok(false)` (the default) nothing was done
+    /// and the deframer makes those calls. An error stops the deframer as
+    /// one of [`RxSink::on_header`] would.
+    fn on_segment(
+        &mut self,
+        _info: &FpduInfo,
+        _hdr: &SegmentHeader,
+        _raw: &[u8],
+        _payload: &[u8],
+        _verdict: CrcVerdict,
+    ) -> Result<bool, ProtocolError> {
+        Ok(false)
+    }
 }
 
 /// The sink of an [`RxConfig::mpa_only`] deframer: such a deframer calls
@@ -496,6 +515,12 @@ impl<C: Crc32c> Deframer<C> {
         if self.hdr.is_none() {
             return Ok(None);
         }
+        let plen = ulpdu - hdr_need;
+        if !self.cfg.computes_crc() {
+            if let Some(taken) = self.offer_segment(fpdu, len, hdr_end, plen, sink)? {
+                return Ok(Some(taken));
+            }
+        }
         // Accepted: the steps of take_len, take_hdr, take_payload, the PAD
         // and take_crc.
         self.in_fpdu = true;
@@ -515,7 +540,6 @@ impl<C: Crc32c> Deframer<C> {
         self.phase = Phase::Hdr;
         self.hdr_have = hdr_need;
         self.hdr_need = hdr_need;
-        let plen = ulpdu - hdr_need;
         self.payload_len = plen as u32;
         self.payload_done = 0;
         // (`self.hdr` was set above; it is borrowed only from here on, as
@@ -538,6 +562,67 @@ impl<C: Crc32c> Deframer<C> {
         self.pad_left = 0;
         self.end_fpdu(sink)?;
         Ok(Some(fpdu.len()))
+    }
+
+    /// [`Self::take_whole_fpdu`] when no CRC is computed here: offers the
+    /// whole FPDU `fpdu` (ULPDU_Length `len`, header parsed into
+    /// `self.hdr` and ending at `hdr_end`, `plen` payload octets) to the
+    /// sink's [`RxSink::on_segment`]. `Some` (the FPDU's length) when the
+    /// sink took it: the deframer is then as after [`Self::end_fpdu`].
+    #[inline(always)]
+    fn offer_segment<S: RxSink>(
+        &mut self,
+        fpdu: &[u8],
+        len: u16,
+        hdr_end: usize,
+        plen: usize,
+        sink: &mut S,
+    ) -> Result<Option<usize>, ProtocolError> {
+        let Some(hdr) = &self.hdr else {
+            return Ok(None);
+        };
+        let info = FpduInfo {
+            fpdu_off: self.off,
+            hdr_off: self.off,
+            ulpdu_len: len,
+            pad: mpa::pad_len(u32::from(len)) as u8,
+        };
+        let verdict = if self.cfg.mode.crc {
+            CrcVerdict::Ok
+        } else {
+            CrcVerdict::NotChecked
+        };
+        let raw = fpdu.get(2..hdr_end).unwrap_or(&[]);
+        let payload = fpdu.get(hdr_end..hdr_end + plen).unwrap_or(&[]);
+        match sink.on_segment(&info, hdr, raw, payload, verdict) {
+            Ok(false) => Ok(None),
+            Ok(true) => {
+                let term = hdr.opcode == Opcode::Terminate;
+                self.hdr = None;
+                self.fpdus += 1;
+                if term && self.cfg.stop_at_terminate {
+                    self.terminated = true;
+                }
+                Ok(Some(fpdu.len()))
+            }
+            Err(err) => {
+                // As a header the sink rejected: the octet-wise path's
+                // state after `take_hdr`.
+                self.in_fpdu = true;
+                self.fpdu_off = self.off;
+                self.hdr_off = self.off;
+                self.ulpdu_len = len;
+                let need = raw.len();
+                if let Some(dst) = self.hdr_buf.get_mut(..need) {
+                    dst.copy_from_slice(raw);
+                }
+                self.phase = Phase::Hdr;
+                self.hdr_have = need;
+                self.hdr_need = need;
+                self.hdr = None;
+                Err(err)
+            }
+        }
     }
 
     /// The CRC field (`crc_buf`) is complete: checks it (when negotiated),

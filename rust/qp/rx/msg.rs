@@ -131,6 +131,29 @@ impl RecvMsg {
         Ok(())
     }
 
+    /// The element's SGE if it has exactly one, of nonzero length (the
+    /// element taken into [`RecvMsg::rqe_slot`]).
+    pub(super) fn single_sge(&self) -> Option<Sge> {
+        match self.rqe.sge.first() {
+            Some(sge) if self.rqe.num_sge == 1 && sge.length > 0 => Some(*sge),
+            _ => None,
+        }
+    }
+
+    /// Begins a message whose `placed` octets are in the element's one SGE
+    /// already (see [`RecvMsg::single_sge`]; no memory reference is kept),
+    /// as [`RecvMsg::begin`] and the placement would: `opcode` and
+    /// `inval` from its segment.
+    pub(super) fn begin_placed(&mut self, opcode: Opcode, inval: u32, placed: u32) {
+        self.inval = inval;
+        self.opcode = opcode;
+        self.status = Status::Success;
+        self.num_sge = 0;
+        let total = self.rqe.sge.first().map_or(0, |sge| sge.length);
+        self.msg.begin(total);
+        self.msg.advance(placed);
+    }
+
     /// Checks that `len` more octets fit the element; a message that
     /// does not completes with a length error.
     pub(super) fn check_room(&mut self, len: u32) -> Result<(), ProtocolError> {

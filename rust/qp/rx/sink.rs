@@ -238,6 +238,136 @@ impl Sink<'_> {
         Ok(())
     }
 
+    /// A whole RDMA Write segment (ULPDU_Length `ulpdu_len`, header `hdr`,
+    /// `raw` its wire form) and its `payload`, placed at once
+    /// ([`access::place`]: one look at the registration, no reference
+    /// kept): what [`Sink::write_header`] and the placement of its payload
+    /// do, in one step.
+    #[inline(never)]
+    fn write_segment(
+        &mut self,
+        ulpdu_len: u16,
+        hdr: &SegmentHeader,
+        raw: &[u8],
+        payload: &[u8],
+    ) -> Result<bool, ProtocolError> {
+        let Some(tagged) = hdr.tagged_hdr() else {
+            return Ok(false);
+        };
+        self.state.hdr.start_fpdu(ulpdu_len);
+        let (table, stags) = (&self.qp.mem_xa, &mut self.state.stags);
+        let placed = access::place(
+            table,
+            stags,
+            tagged.stag,
+            self.qp.pd_id,
+            tagged.to,
+            payload.len() as u64,
+            payload,
+            access::REMOTE_WRITE,
+        );
+        if let Err(fault) = placed {
+            self.state.hdr.keep(raw);
+            return Err(fault.tagged_error());
+        }
+        self.act.payload += payload.len() as u64;
+        self.act.fpdus += 1;
+        Ok(true)
+    }
+
+    /// A whole Send segment (ULPDU_Length `ulpdu_len`, header `hdr`, `raw`
+    /// its wire form) and its `payload`: a whole message at once (see
+    /// [`Sink::whole_send`]), else the steps of the separate calls
+    /// ([`Sink::send_header`], the placement, the end of the segment) in
+    /// one, with the same effect.
+    #[inline(never)]
+    fn send_segment(
+        &mut self,
+        ulpdu_len: u16,
+        hdr: &SegmentHeader,
+        raw: &[u8],
+        payload: &[u8],
+        verdict: CrcVerdict,
+    ) -> Result<bool, ProtocolError> {
+        self.state.hdr.start_fpdu(ulpdu_len);
+        let result = match self.whole_send(hdr, payload) {
+            Some(result) => result,
+            None => self
+                .send_header(hdr, payload.len() as u32)
+                .and_then(|()| self.on_payload(0, payload))
+                .and_then(|()| self.on_fpdu_end(hdr, verdict)),
+        };
+        match result {
+            Ok(()) => Ok(true),
+            Err(err) => {
+                // What the TERMINATE reports, as `on_header` keeps it.
+                self.state.hdr.keep(raw);
+                Err(err)
+            }
+        }
+    }
+
+    /// A Send message in one segment (MO 0, L set; none in progress)
+    /// with `payload`: takes a receive queue element, places the payload
+    /// and completes the element. An element of one SGE is filled at once
+    /// ([`access::place`]: its memory is looked at once and no reference
+    /// kept); any other, or one that fails there, takes the steps of
+    /// [`Sink::send_header`] and the placement, with their errors. `None`
+    /// when the segment is not such a message (nothing was done).
+    fn whole_send(
+        &mut self,
+        hdr: &SegmentHeader,
+        payload: &[u8],
+    ) -> Option<Result<(), ProtocolError>> {
+        let untagged = hdr.untagged_hdr()?;
+        if untagged.mo != 0 || !hdr.ctrl.last || self.state.send.is_active() {
+            return None;
+        }
+        Some(self.whole_send_message(hdr.opcode, untagged.msn, untagged.ulp, payload))
+    }
+
+    /// [`Sink::whole_send`] of a message of `opcode` with MSN `msn` and
+    /// Invalidate STag `inval`.
+    fn whole_send_message(
+        &mut self,
+        opcode: Opcode,
+        msn: u32,
+        inval: u32,
+        payload: &[u8],
+    ) -> Result<(), ProtocolError> {
+        self.state.msns.check(QN_SEND, msn)?;
+        if !self.take_rqe() {
+            return Err(DdpError::UntaggedMsnNoBuffer.into());
+        }
+        let plen = payload.len() as u32;
+        let placed = self.state.send.single_sge().is_some_and(|sge| {
+            let (table, stags) = (&self.qp.mem_xa, &mut self.state.stags);
+            access::place(
+                table,
+                stags,
+                sge.lkey,
+                self.qp.recv_pd_id(),
+                sge.addr,
+                u64::from(sge.length),
+                payload,
+                access::LOCAL_WRITE,
+            )
+            .is_ok()
+        });
+        if placed {
+            self.state.send.begin_placed(opcode, inval, plen);
+        } else {
+            let msg = &mut self.state.send;
+            msg.begin(self.qp, opcode, inval, &mut self.state.stags)?;
+            msg.check_room(plen)?;
+            msg.place(0, payload)?;
+            msg.advance(plen);
+        }
+        self.act.payload += u64::from(plen);
+        self.act.fpdus += 1;
+        self.finish_send()
+    }
+
     /// A Read Response segment: into the sink of the outbound Read queue
     /// head, in order.
     fn read_resp_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
@@ -279,6 +409,33 @@ impl Sink<'_> {
 }
 
 impl RxSink for Sink<'_> {
+    /// The common cases of a whole segment: an RDMA Write's FPDU with
+    /// payload, placed at once (see [`Sink::write_segment`]), and a Send
+    /// (see [`Sink::send_segment`]). Every other segment, and a
+    /// peer-to-peer responder's first FPDU, takes the separate calls.
+    #[inline(always)]
+    fn on_segment(
+        &mut self,
+        info: &FpduInfo,
+        hdr: &SegmentHeader,
+        raw: &[u8],
+        payload: &[u8],
+        verdict: CrcVerdict,
+    ) -> Result<bool, ProtocolError> {
+        if self.state.await_rtr {
+            return Ok(false);
+        }
+        match hdr.opcode {
+            Opcode::Write if !payload.is_empty() => {
+                self.write_segment(info.ulpdu_len, hdr, raw, payload)
+            }
+            Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
+                self.send_segment(info.ulpdu_len, hdr, raw, payload, verdict)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn on_fpdu_start(&mut self, info: &FpduInfo) -> Result<(), ProtocolError> {
         self.state.hdr.start_fpdu(info.ulpdu_len);
         self.state.seg = Seg::None;

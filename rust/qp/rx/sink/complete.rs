@@ -74,7 +74,7 @@ impl Sink<'_> {
     }
 
     /// Completes the Send in progress.
-    fn finish_send(&mut self) -> Result<(), ProtocolError> {
+    pub(super) fn finish_send(&mut self) -> Result<(), ProtocolError> {
         // Completed in place; the slot is emptied at the end.
         let state = &mut *self.state;
         let Some(msg) = state.send.get_mut() else {
