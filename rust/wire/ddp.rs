@@ -20,74 +20,116 @@ pub const TAGGED_HDR_LEN: usize = 14;
 /// Untagged header length: control (2) + ULP field (4) + QN, MSN, MO.
 pub const UNTAGGED_HDR_LEN: usize = 18;
 
-/// The DDP/RDMAP control field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Control {
-    /// T: tagged buffer model.
-    pub tagged: bool,
-    /// L: last segment of the DDP message.
-    pub last: bool,
-    /// DDP reserved bits (4 bits, zero on transmit).
-    pub ddp_rsvd: u8,
-    /// DV: DDP version (2 bits).
-    pub ddp_version: u8,
-    /// RV: RDMAP version (2 bits).
-    pub rdmap_version: u8,
-    /// RDMAP reserved bits (2 bits, zero on transmit).
-    pub rdmap_rsvd: u8,
-    /// RDMAP opcode (4 bits, raw).
-    pub opcode: u8,
-}
+/// The DDP/RDMAP control field, kept in its wire form (the two octets as
+/// received or to be sent): its fields are read where they are needed, so
+/// that a header is parsed and encoded without packing or unpacking them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Control([u8; 2]);
 
 impl Control {
     /// A control field with the current versions and zero reserved bits.
     pub const fn new(tagged: bool, last: bool, opcode: u8) -> Self {
-        Self {
-            tagged,
-            last,
-            ddp_rsvd: 0,
-            ddp_version: DDP_VERSION,
-            rdmap_version: RDMAP_VERSION,
-            rdmap_rsvd: 0,
-            opcode: opcode & 0x0f,
-        }
-    }
-
-    /// Decodes the two control octets.
-    pub const fn decode(b: [u8; 2]) -> Self {
-        Self {
-            tagged: b[0] & 0x80 != 0,
-            last: b[0] & 0x40 != 0,
-            ddp_rsvd: (b[0] >> 2) & 0x0f,
-            ddp_version: b[0] & 0x03,
-            rdmap_version: b[1] >> 6,
-            rdmap_rsvd: (b[1] >> 4) & 0x03,
-            opcode: b[1] & 0x0f,
-        }
-    }
-
-    /// Encodes the two control octets.
-    pub const fn encode(self) -> [u8; 2] {
-        let mut b0 = ((self.ddp_rsvd & 0x0f) << 2) | (self.ddp_version & 0x03);
-        if self.tagged {
+        let mut b0 = DDP_VERSION & 0x03;
+        if tagged {
             b0 |= 0x80;
         }
-        if self.last {
+        if last {
             b0 |= 0x40;
         }
-        let b1 = ((self.rdmap_version & 0x03) << 6)
-            | ((self.rdmap_rsvd & 0x03) << 4)
-            | (self.opcode & 0x0f);
-        [b0, b1]
+        Self([b0, (RDMAP_VERSION << 6) | (opcode & 0x0f)])
+    }
+
+    /// The control field of the two octets `b`.
+    pub const fn decode(b: [u8; 2]) -> Self {
+        Self(b)
+    }
+
+    /// The two control octets.
+    pub const fn encode(self) -> [u8; 2] {
+        self.0
+    }
+
+    /// T: tagged buffer model.
+    pub const fn tagged(self) -> bool {
+        self.0[0] & 0x80 != 0
+    }
+
+    /// L: last segment of the DDP message.
+    pub const fn last(self) -> bool {
+        self.0[0] & 0x40 != 0
+    }
+
+    /// DDP reserved bits (4 bits, zero on transmit).
+    pub const fn ddp_rsvd(self) -> u8 {
+        (self.0[0] >> 2) & 0x0f
+    }
+
+    /// DV: DDP version (2 bits).
+    pub const fn ddp_version(self) -> u8 {
+        self.0[0] & 0x03
+    }
+
+    /// RV: RDMAP version (2 bits).
+    pub const fn rdmap_version(self) -> u8 {
+        self.0[1] >> 6
+    }
+
+    /// RDMAP reserved bits (2 bits, zero on transmit).
+    pub const fn rdmap_rsvd(self) -> u8 {
+        (self.0[1] >> 4) & 0x03
+    }
+
+    /// RDMAP opcode (4 bits, raw).
+    pub const fn opcode(self) -> u8 {
+        self.0[1] & 0x0f
+    }
+
+    /// This control field with L set to `last`.
+    pub const fn with_last(self, last: bool) -> Self {
+        let b0 = if last {
+            self.0[0] | 0x40
+        } else {
+            self.0[0] & !0x40
+        };
+        Self([b0, self.0[1]])
+    }
+
+    /// This control field with DV `version` (its 2 low bits).
+    pub const fn with_ddp_version(self, version: u8) -> Self {
+        Self([(self.0[0] & !0x03) | (version & 0x03), self.0[1]])
+    }
+
+    /// This control field with RV `version` (its 2 low bits).
+    pub const fn with_rdmap_version(self, version: u8) -> Self {
+        Self([self.0[0], (self.0[1] & 0x3f) | ((version & 0x03) << 6)])
+    }
+
+    /// This control field with the raw opcode `opcode` (its 4 low bits).
+    pub const fn with_opcode(self, opcode: u8) -> Self {
+        Self([self.0[0], (self.0[1] & 0xf0) | (opcode & 0x0f)])
     }
 
     /// Length of the DDP header selected by the T bit.
     pub const fn ddp_hdr_len(self) -> usize {
-        if self.tagged {
+        if self.tagged() {
             TAGGED_HDR_LEN
         } else {
             UNTAGGED_HDR_LEN
         }
+    }
+}
+
+impl core::fmt::Debug for Control {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Control")
+            .field("tagged", &self.tagged())
+            .field("last", &self.last())
+            .field("ddp_rsvd", &self.ddp_rsvd())
+            .field("ddp_version", &self.ddp_version())
+            .field("rdmap_version", &self.rdmap_version())
+            .field("rdmap_rsvd", &self.rdmap_rsvd())
+            .field("opcode", &self.opcode())
+            .finish()
     }
 }
 
@@ -127,7 +169,7 @@ impl DdpHdr {
     /// Decodes the model specific fields following the control field
     /// (`buf` starts at the control field). `None` when `buf` is short.
     pub fn decode(ctrl: Control, buf: &[u8]) -> Option<Self> {
-        if ctrl.tagged {
+        if ctrl.tagged() {
             Some(Self::Tagged(TaggedHdr {
                 stag: be32(buf, 2)?,
                 to: be64(buf, 6)?,

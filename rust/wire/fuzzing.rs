@@ -394,7 +394,7 @@ impl RxSink for TxCheck {
         assert!(payload_len > 0 || self.total == 0);
         self.seg_off = off;
         self.segs += 1;
-        self.last_seen = hdr.ctrl.last;
+        self.last_seen = hdr.ctrl.last();
         Ok(())
     }
     fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError> {

@@ -247,7 +247,7 @@ pub enum Body {
 pub struct SegmentHeader {
     /// Control field.
     pub ctrl: Control,
-    /// Decoded opcode (consistent with `ctrl.opcode`).
+    /// Decoded opcode (consistent with `ctrl.opcode()`).
     pub opcode: Opcode,
     /// DDP header.
     pub ddp: DdpHdr,
@@ -266,19 +266,19 @@ pub fn check_control(ctrl: Control) -> Result<Opcode, ProtocolError> {
 /// [`check_control`] accepting the opcodes of the extensions `ext`.
 #[inline]
 pub fn check_control_ext(ctrl: Control, ext: Extensions) -> Result<Opcode, ProtocolError> {
-    if ctrl.ddp_version != DDP_VERSION {
-        return Err(if ctrl.tagged {
+    if ctrl.ddp_version() != DDP_VERSION {
+        return Err(if ctrl.tagged() {
             DdpError::TaggedInvalidVersion
         } else {
             DdpError::UntaggedInvalidVersion
         }
         .into());
     }
-    if ctrl.rdmap_version != RDMAP_VERSION {
+    if ctrl.rdmap_version() != RDMAP_VERSION {
         return Err(RdmapError::InvalidVersion.into());
     }
-    let op = Opcode::from_u8_ext(ctrl.opcode, ext).ok_or(RdmapError::UnexpectedOpcode)?;
-    if op.is_tagged() != ctrl.tagged {
+    let op = Opcode::from_u8_ext(ctrl.opcode(), ext).ok_or(RdmapError::UnexpectedOpcode)?;
+    if op.is_tagged() != ctrl.tagged() {
         return Err(RdmapError::UnexpectedOpcode.into());
     }
     Ok(op)
@@ -432,7 +432,7 @@ impl SegmentHeader {
     /// (untagged). The same as encoding an adjusted copy, without copying
     /// the whole header (the transmit path does this per FPDU).
     pub fn encode_segment(&self, last: bool, offset: u32, out: &mut [u8]) -> Option<usize> {
-        let ctrl = Control { last, ..self.ctrl };
+        let ctrl = self.ctrl.with_last(last);
         let ddp = match self.ddp {
             DdpHdr::Tagged(t) => DdpHdr::Tagged(TaggedHdr {
                 to: t.to.wrapping_add(u64::from(offset)),

@@ -147,7 +147,7 @@ pub trait RxSink {
     /// Payload octets `offset..offset + data.len()` of the current segment.
     fn on_payload(&mut self, offset: u32, data: &[u8]) -> Result<(), ProtocolError>;
     /// The FPDU carrying `hdr` is complete. Complete a message here when
-    /// `hdr.ctrl.last` is set and the verdict is not a mismatch. On
+    /// `hdr.ctrl.last()` is set and the verdict is not a mismatch. On
     /// [`CrcVerdict::Mismatch`] the deframer fails with
     /// [`LlpError::CrcMismatch`] after this call.
     fn on_fpdu_end(

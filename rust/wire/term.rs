@@ -160,13 +160,13 @@ pub fn parse_term_copy<'a>(
     let c0 = *payload.get(2).ok_or(TermParseError::Truncated)?;
     let c1 = *payload.get(3).ok_or(TermParseError::Truncated)?;
     let ctrl = Control::decode([c0, c1]);
-    let dl = if ctrl.tagged {
+    let dl = if ctrl.tagged() {
         TAGGED_HDR_LEN
     } else {
         UNTAGGED_HDR_LEN
     };
     let ddp_hdr = payload.get(2..2 + dl).ok_or(TermParseError::Truncated)?;
-    let rl = if h.r && !ctrl.tagged && ctrl.opcode == Opcode::ReadRequest as u8 {
+    let rl = if h.r && !ctrl.tagged() && ctrl.opcode() == Opcode::ReadRequest as u8 {
         READ_REQUEST_BODY_LEN
     } else {
         0
@@ -206,7 +206,7 @@ pub fn build_terminate(
             let c1 = *o.get(1)?;
             let ctrl = Control::decode([c0, c1]);
             let mut n = ctrl.ddp_hdr_len();
-            let rr = !ctrl.tagged && ctrl.opcode == Opcode::ReadRequest as u8;
+            let rr = !ctrl.tagged() && ctrl.opcode() == Opcode::ReadRequest as u8;
             if th.hdrct.r && rr {
                 n += READ_REQUEST_BODY_LEN;
             }

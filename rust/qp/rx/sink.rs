@@ -180,7 +180,7 @@ impl Sink<'_> {
         if self.state.await_rtr
             && plen == 0
             && untagged.mo == 0
-            && hdr.ctrl.last
+            && hdr.ctrl.last()
             && !self.state.send.is_active()
         {
             // The peer-to-peer Send RTR (RFC 6581): part of the
@@ -213,7 +213,7 @@ impl Sink<'_> {
     /// An RDMA Write segment: into the registered memory its STag names.
     fn write_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let tagged = hdr.tagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
-        if plen == 0 && hdr.ctrl.last {
+        if plen == 0 && hdr.ctrl.last() {
             // A zero length Write places nothing; its STag is not checked
             // (as siw; the peer-to-peer RTR is one, with STag 1).
             self.state.seg = Seg::None;
@@ -320,7 +320,7 @@ impl Sink<'_> {
         payload: &[u8],
     ) -> Option<Result<(), ProtocolError>> {
         let untagged = hdr.untagged_hdr()?;
-        if untagged.mo != 0 || !hdr.ctrl.last || self.state.send.is_active() {
+        if untagged.mo != 0 || !hdr.ctrl.last() || self.state.send.is_active() {
             return None;
         }
         Some(self.whole_send_message(hdr.opcode, untagged.msn, untagged.ulp, payload))
@@ -382,7 +382,7 @@ impl Sink<'_> {
             to: head.sink.addr,
             len: head.sink.length,
         };
-        sink.check_response(head.placed, &tagged, plen, hdr.ctrl.last)?;
+        sink.check_response(head.placed, &tagged, plen, hdr.ctrl.last())?;
         self.state.seg = Seg::ReadResp {
             mem: head.mem.clone(),
             to: tagged.to,
@@ -396,7 +396,7 @@ impl Sink<'_> {
     fn read_req_header(&mut self, hdr: &SegmentHeader, plen: u32) -> Result<(), ProtocolError> {
         let untagged = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
         self.state.msns.check(QN_READ_REQUEST, untagged.msn)?;
-        check_read_request(untagged.mo, plen, hdr.ctrl.last)?;
+        check_read_request(untagged.mo, plen, hdr.ctrl.last())?;
         let Body::ReadRequest(request) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());
         };

@@ -219,13 +219,13 @@ fn llp_errors_stay_sticky() {
 #[test]
 fn ddp_invalid_version_tagged_and_untagged() {
     let mut h = SegmentHeader::write(1, 2, true);
-    h.ctrl.ddp_version = 2;
+    h.ctrl = h.ctrl.with_ddp_version(2);
     assert_eq!(
         rx_err(&fpdu(MODE, 0, &ulpdu(h, b""))),
         DdpError::TaggedInvalidVersion.into()
     );
     let mut h = send();
-    h.ctrl.ddp_version = 0;
+    h.ctrl = h.ctrl.with_ddp_version(0);
     let e = rx_err(&fpdu(MODE, 0, &ulpdu(h, b"")));
     assert_eq!(e, DdpError::UntaggedInvalidVersion.into());
     assert_eq!(
@@ -243,7 +243,7 @@ fn ddp_invalid_version_tagged_and_untagged() {
 #[test]
 fn rdmap_invalid_version() {
     let mut h = send();
-    h.ctrl.rdmap_version = 2;
+    h.ctrl = h.ctrl.with_rdmap_version(2);
     let e = rx_err(&fpdu(MODE, 0, &ulpdu(h, b"")));
     assert_eq!(e, RdmapError::InvalidVersion.into());
     assert_eq!(
@@ -259,14 +259,14 @@ fn rdmap_invalid_version() {
 #[test]
 fn rdmap_unexpected_opcode() {
     let mut h = send();
-    h.ctrl.opcode = 9;
+    h.ctrl = h.ctrl.with_opcode(9);
     assert_eq!(
         rx_err(&fpdu(MODE, 0, &ulpdu(h, b""))),
         RdmapError::UnexpectedOpcode.into()
     );
     // Send carried in a tagged segment.
     let mut h = SegmentHeader::write(1, 2, true);
-    h.ctrl.opcode = Opcode::Send as u8;
+    h.ctrl = h.ctrl.with_opcode(Opcode::Send as u8);
     assert_eq!(
         rx_err(&fpdu(MODE, 0, &ulpdu(h, b""))),
         RdmapError::UnexpectedOpcode.into()

@@ -368,7 +368,23 @@ fn ddp_untagged_header() {
     );
     assert_eq!(SegmentHeader::parse(&b[..n]).unwrap(), h);
     let c = Control::decode([0x41, 0x43]);
-    assert!(!c.tagged && c.last && c.ddp_version == 1 && c.rdmap_version == 1 && c.opcode == 3);
+    assert!(
+        !c.tagged()
+            && c.last()
+            && c.ddp_version() == 1
+            && c.rdmap_version() == 1
+            && c.opcode() == 3
+    );
+    // The wire form kept, reserved bits included; the setters change only
+    // their field.
+    let r = Control::decode([0xbe, 0x7a]);
+    assert_eq!(r.encode(), [0xbe, 0x7a]);
+    assert_eq!((r.ddp_rsvd(), r.rdmap_rsvd()), (0x0f, 0x03));
+    assert_eq!(r.with_last(true).encode(), [0xfe, 0x7a]);
+    assert_eq!(r.with_last(false).encode(), [0xbe, 0x7a]);
+    assert_eq!(r.with_ddp_version(1).encode(), [0xbd, 0x7a]);
+    assert_eq!(r.with_rdmap_version(2).encode(), [0xbe, 0xba]);
+    assert_eq!(r.with_opcode(0x15).encode(), [0xbe, 0x75]);
 }
 
 #[test]

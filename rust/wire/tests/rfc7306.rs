@@ -543,7 +543,7 @@ proptest! {
         );
         let u = h.untagged_hdr().unwrap();
         prop_assert_eq!(Some(u.qn), h.opcode.queue());
-        prop_assert_eq!((u.mo, u.ulp, h.ctrl.last), (0, 0, true));
+        prop_assert_eq!((u.mo, u.ulp, h.ctrl.last()), (0, 0, true));
         let untagged = matches!(h.ddp, DdpHdr::Untagged(UntaggedHdr { .. }));
         prop_assert!(untagged);
     }

@@ -632,7 +632,7 @@ proptest! {
             SegmentHeader::send(Opcode::SendInvalidate, stag, msn, 0, last0)
         };
         let mut copy = first;
-        copy.ctrl.last = last;
+        copy.ctrl = copy.ctrl.with_last(last);
         match &mut copy.ddp {
             DdpHdr::Tagged(t) => t.to = t.to.wrapping_add(u64::from(offset)),
             DdpHdr::Untagged(u) => u.mo = offset,

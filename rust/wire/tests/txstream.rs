@@ -266,7 +266,7 @@ impl RxSink for Collect {
     }
     fn on_fpdu_end(&mut self, h: &SegmentHeader, v: CrcVerdict) -> Result<(), ProtocolError> {
         assert!(matches!(v, CrcVerdict::Ok | CrcVerdict::NotChecked));
-        self.open = !h.ctrl.last;
+        self.open = !h.ctrl.last();
         Ok(())
     }
 }

@@ -109,29 +109,25 @@ pub fn send_inv_hdr(msn: u32, stag: u32) -> Vec<u8> {
 
 /// Sets the DDP version (DV) of an encoded header.
 pub fn set_ddp_version(h: &mut [u8], dv: u8) {
-    let mut c = Control::decode([h[0], h[1]]);
-    c.ddp_version = dv & 3;
+    let c = Control::decode([h[0], h[1]]).with_ddp_version(dv & 3);
     h[..2].copy_from_slice(&c.encode());
 }
 
 /// Sets the RDMAP version (RV) of an encoded header.
 pub fn set_rdmap_version(h: &mut [u8], rv: u8) {
-    let mut c = Control::decode([h[0], h[1]]);
-    c.rdmap_version = rv & 3;
+    let c = Control::decode([h[0], h[1]]).with_rdmap_version(rv & 3);
     h[..2].copy_from_slice(&c.encode());
 }
 
 /// Sets the raw RDMAP opcode of an encoded header.
 pub fn set_opcode(h: &mut [u8], op: u8) {
-    let mut c = Control::decode([h[0], h[1]]);
-    c.opcode = op & 0x0f;
+    let c = Control::decode([h[0], h[1]]).with_opcode(op & 0x0f);
     h[..2].copy_from_slice(&c.encode());
 }
 
 /// Sets the Last flag (L) of an encoded header.
 pub fn set_last(h: &mut [u8], last: bool) {
-    let mut c = Control::decode([h[0], h[1]]);
-    c.last = last;
+    let c = Control::decode([h[0], h[1]]).with_last(last);
     h[..2].copy_from_slice(&c.encode());
 }
 
@@ -338,7 +334,7 @@ mod tests {
         assert_eq!(r, Err(DdpError::UntaggedInvalidQn.into()));
         let c = Control::decode([send_hdr(1)[0], send_hdr(1)[1]]);
         assert_eq!(
-            (c.ddp_version, c.rdmap_version),
+            (c.ddp_version(), c.rdmap_version()),
             (DDP_VERSION, RDMAP_VERSION)
         );
     }
@@ -400,8 +396,8 @@ mod tests {
         r.unwrap();
         assert_eq!(s.hdrs.len(), 3);
         let u = s.hdrs[1].untagged_hdr().unwrap();
-        assert_eq!((u.msn, u.mo, s.hdrs[1].ctrl.last), (1, 8, true));
-        assert!(!s.hdrs[0].ctrl.last);
+        assert_eq!((u.msn, u.mo, s.hdrs[1].ctrl.last()), (1, 8, true));
+        assert!(!s.hdrs[0].ctrl.last());
         assert_eq!(s.hdrs[2].opcode, Opcode::SendInvalidate);
         assert_eq!(s.hdrs[2].untagged_hdr().unwrap().ulp, 0x1234_5600);
     }

@@ -52,15 +52,15 @@ impl RxSink for Printer<'_> {
         let ddp = match h.ddp {
             DdpHdr::Tagged(t) => format!(
                 "DDP T=1 L={} DV={} stag={:#010x} to={:#018x}",
-                b(c.last),
-                c.ddp_version,
+                b(c.last()),
+                c.ddp_version(),
                 t.stag,
                 t.to
             ),
             DdpHdr::Untagged(u) => format!(
                 "DDP T=0 L={} DV={} qn={} msn={} mo={}",
-                b(c.last),
-                c.ddp_version,
+                b(c.last()),
+                c.ddp_version(),
                 u.qn,
                 u.msn,
                 u.mo
@@ -68,7 +68,7 @@ impl RxSink for Printer<'_> {
         };
         let mut r = format!(
             "{ddp} RDMAP RV={} op={} payload_len={}",
-            c.rdmap_version,
+            c.rdmap_version(),
             h.opcode.name(),
             pl
         );
@@ -160,9 +160,9 @@ fn agree(h: &SegmentHeader, s: &crate::rfc7306::Segment) -> bool {
         return false;
     };
     let ddp = h.opcode as u8 == s.opcode()
-        && h.ctrl.last == s.last
-        && h.ctrl.ddp_version == s.dv
-        && h.ctrl.rdmap_version == s.rv
+        && h.ctrl.last() == s.last
+        && h.ctrl.ddp_version() == s.dv
+        && h.ctrl.rdmap_version() == s.rv
         && (u.ulp, u.qn, u.msn, u.mo) == (s.inval_stag, s.qn, s.msn, s.mo);
     let body = match (h.body, s.body) {
         (Body::Immediate(a), B::Immediate { data, .. }) => a == data,

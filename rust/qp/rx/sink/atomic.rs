@@ -33,7 +33,7 @@ impl Sink<'_> {
     ) -> Result<(), ProtocolError> {
         let untagged = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
         self.state.msns.check(QN_READ_REQUEST, untagged.msn)?;
-        check_segment(untagged.mo, plen, hdr.ctrl.last)?;
+        check_segment(untagged.mo, plen, hdr.ctrl.last())?;
         let Body::AtomicRequest(request) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());
         };
@@ -56,7 +56,7 @@ impl Sink<'_> {
     ) -> Result<(), ProtocolError> {
         let untagged = hdr.untagged_hdr().ok_or(RdmapError::UnexpectedOpcode)?;
         self.state.msns.check(QN_ATOMIC_RESPONSE, untagged.msn)?;
-        check_segment(untagged.mo, plen, hdr.ctrl.last)?;
+        check_segment(untagged.mo, plen, hdr.ctrl.last())?;
         let Body::AtomicResponse(resp) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());
         };

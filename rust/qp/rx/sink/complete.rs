@@ -25,7 +25,7 @@ impl Sink<'_> {
                 if let Some(msg) = self.state.send.get_mut() {
                     msg.advance(len);
                 }
-                if hdr.ctrl.last {
+                if hdr.ctrl.last() {
                     self.finish_send()?;
                 }
                 Ok(())
@@ -36,7 +36,7 @@ impl Sink<'_> {
                     match outbound.head_mut() {
                         Some(head) => {
                             head.placed = head.placed.saturating_add(len);
-                            hdr.ctrl.last
+                            hdr.ctrl.last()
                         }
                         None => false,
                     }

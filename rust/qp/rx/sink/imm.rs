@@ -34,7 +34,7 @@ impl Sink<'_> {
             // A Send's segments are still due at this MSN.
             return Err(DdpError::UntaggedInvalidMo.into());
         }
-        check_segment(untagged.mo, plen, hdr.ctrl.last)?;
+        check_segment(untagged.mo, plen, hdr.ctrl.last())?;
         let Body::Immediate(data) = hdr.body else {
             return Err(RdmapError::UnexpectedOpcode.into());
         };
