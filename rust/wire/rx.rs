@@ -509,18 +509,17 @@ impl<C: Crc32c> Deframer<C> {
         let Some(raw) = fpdu.get(2..hdr_end) else {
             return Ok(None);
         };
-        // Parsed into the slot it stays in until the FPDU ends: a copy of
-        // the header is a dozen memory accesses per FPDU.
-        self.hdr = SegmentHeader::parse_ext(raw, self.cfg.ext).ok();
-        if self.hdr.is_none() {
+        let Ok(hdr) = SegmentHeader::parse_ext(raw, self.cfg.ext) else {
             return Ok(None);
-        }
+        };
         let plen = ulpdu - hdr_need;
         if !self.cfg.computes_crc() {
-            if let Some(taken) = self.offer_segment(fpdu, len, hdr_end, plen, sink)? {
+            if let Some(taken) = self.offer_segment(fpdu, len, &hdr, hdr_end, plen, sink)? {
                 return Ok(Some(taken));
             }
         }
+        // Kept in the slot until the FPDU ends.
+        self.hdr = Some(hdr);
         // Accepted: the steps of take_len, take_hdr, take_payload, the PAD
         // and take_crc.
         self.in_fpdu = true;
@@ -565,22 +564,20 @@ impl<C: Crc32c> Deframer<C> {
     }
 
     /// [`Self::take_whole_fpdu`] when no CRC is computed here: offers the
-    /// whole FPDU `fpdu` (ULPDU_Length `len`, header parsed into
-    /// `self.hdr` and ending at `hdr_end`, `plen` payload octets) to the
-    /// sink's [`RxSink::on_segment`]. `Some` (the FPDU's length) when the
-    /// sink took it: the deframer is then as after [`Self::end_fpdu`].
+    /// whole FPDU `fpdu` (ULPDU_Length `len`, header `hdr` ending at
+    /// `hdr_end`, `plen` payload octets) to the sink's
+    /// [`RxSink::on_segment`]. `Some` (the FPDU's length) when the sink
+    /// took it: the deframer is then as after [`Self::end_fpdu`].
     #[inline(always)]
     fn offer_segment<S: RxSink>(
         &mut self,
         fpdu: &[u8],
         len: u16,
+        hdr: &SegmentHeader,
         hdr_end: usize,
         plen: usize,
         sink: &mut S,
     ) -> Result<Option<usize>, ProtocolError> {
-        let Some(hdr) = &self.hdr else {
-            return Ok(None);
-        };
         let info = FpduInfo {
             fpdu_off: self.off,
             hdr_off: self.off,
@@ -597,10 +594,8 @@ impl<C: Crc32c> Deframer<C> {
         match sink.on_segment(&info, hdr, raw, payload, verdict) {
             Ok(false) => Ok(None),
             Ok(true) => {
-                let term = hdr.opcode == Opcode::Terminate;
-                self.hdr = None;
                 self.fpdus += 1;
-                if term && self.cfg.stop_at_terminate {
+                if hdr.opcode == Opcode::Terminate && self.cfg.stop_at_terminate {
                     self.terminated = true;
                 }
                 Ok(Some(fpdu.len()))

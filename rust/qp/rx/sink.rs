@@ -238,30 +238,28 @@ impl Sink<'_> {
         Ok(())
     }
 
-    /// A whole RDMA Write segment (ULPDU_Length `ulpdu_len`, header `hdr`,
-    /// `raw` its wire form) and its `payload`, placed at once
-    /// ([`access::place`]: one look at the registration, no reference
-    /// kept): what [`Sink::write_header`] and the placement of its payload
-    /// do, in one step.
+    /// A whole RDMA Write segment (ULPDU_Length `ulpdu_len`, STag `stag`,
+    /// tagged offset `to`, `raw` its header's wire form) and its
+    /// `payload`, placed at once ([`access::place`]: one look at the
+    /// registration, no reference kept): what [`Sink::write_header`] and
+    /// the placement of its payload do, in one step.
     #[inline(never)]
     fn write_segment(
         &mut self,
         ulpdu_len: u16,
-        hdr: &SegmentHeader,
+        stag: u32,
+        to: u64,
         raw: &[u8],
         payload: &[u8],
     ) -> Result<bool, ProtocolError> {
-        let Some(tagged) = hdr.tagged_hdr() else {
-            return Ok(false);
-        };
         self.state.hdr.start_fpdu(ulpdu_len);
         let (table, stags) = (&self.qp.mem_xa, &mut self.state.stags);
         let placed = access::place(
             table,
             stags,
-            tagged.stag,
+            stag,
             self.qp.pd_id,
-            tagged.to,
+            to,
             payload.len() as u64,
             payload,
             access::REMOTE_WRITE,
@@ -426,9 +424,10 @@ impl RxSink for Sink<'_> {
             return Ok(false);
         }
         match hdr.opcode {
-            Opcode::Write if !payload.is_empty() => {
-                self.write_segment(info.ulpdu_len, hdr, raw, payload)
-            }
+            Opcode::Write if !payload.is_empty() => match hdr.tagged_hdr() {
+                Some(tagged) => self.write_segment(info.ulpdu_len, tagged.stag, tagged.to, raw, payload),
+                None => Ok(false),
+            },
             Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
                 self.send_segment(info.ulpdu_len, hdr, raw, payload, verdict)
             }
