@@ -284,6 +284,138 @@ pub fn check_control_ext(ctrl: Control, ext: Extensions) -> Result<Opcode, Proto
     Ok(op)
 }
 
+/// A DDP/RDMAP header in its wire form, checked as
+/// [`SegmentHeader::parse_ext`] checks it (versions, opcode, T bit, the
+/// untagged QN, the length of the opcode's header): its fields are
+/// decoded where they are read. The receive path hands a whole segment to
+/// its sink this way ([`crate::wire::rx::RxSink::on_segment`]), so that
+/// the common cases read the few fields they need and no whole
+/// [`SegmentHeader`] is laid out for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderView<'a> {
+    /// The header's octets, exactly `opcode.hdr_len()` of them.
+    raw: &'a [u8],
+    opcode: Opcode,
+}
+
+impl<'a> HeaderView<'a> {
+    /// Checks the header at the start of `buf` (the control field first),
+    /// accepting the opcodes of the extensions `ext`: the errors of
+    /// [`SegmentHeader::parse_ext`], in its order.
+    #[inline]
+    pub fn check_ext(buf: &'a [u8], ext: Extensions) -> Result<Self, ProtocolError> {
+        let short = || {
+            ProtocolError::Llp(LlpError::Framing(FramingFault::UlpduTooShort {
+                len: u16::try_from(buf.len()).unwrap_or(u16::MAX),
+            }))
+        };
+        let (Some(&c0), Some(&c1)) = (buf.first(), buf.get(1)) else {
+            return Err(short());
+        };
+        let opcode = check_control_ext(Control::decode([c0, c1]), ext)?;
+        let raw = buf.get(..opcode.hdr_len()).ok_or_else(short)?;
+        // An untagged opcode names its queue (a tagged one none).
+        if let Some(qn) = opcode.queue() {
+            if be32(raw, 6) != Some(qn) {
+                return Err(DdpError::UntaggedInvalidQn.into());
+            }
+        }
+        Ok(Self { raw, opcode })
+    }
+
+    /// The opcode.
+    pub const fn opcode(&self) -> Opcode {
+        self.opcode
+    }
+
+    /// The header's octets (for the header copy of a TERMINATE).
+    pub const fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// The control field.
+    pub fn ctrl(&self) -> Control {
+        match self.raw {
+            [c0, c1, ..] => Control::decode([*c0, *c1]),
+            _ => Control::decode([0, 0]),
+        }
+    }
+
+    /// The tagged fields, if tagged.
+    pub fn tagged(&self) -> Option<TaggedHdr> {
+        if self.opcode.is_tagged() {
+            Some(TaggedHdr {
+                stag: be32(self.raw, 2)?,
+                to: be64(self.raw, 6)?,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The untagged fields, if untagged.
+    pub fn untagged(&self) -> Option<UntaggedHdr> {
+        if self.opcode.is_tagged() {
+            return None;
+        }
+        Some(UntaggedHdr {
+            ulp: be32(self.raw, 2)?,
+            qn: be32(self.raw, 6)?,
+            msn: be32(self.raw, 10)?,
+            mo: be32(self.raw, 14)?,
+        })
+    }
+
+    /// The whole header, as [`SegmentHeader::parse_ext`] gives it (which
+    /// is this view's, decoded; the checks were made).
+    #[inline(always)]
+    pub fn header(&self) -> Result<SegmentHeader, ProtocolError> {
+        let short = || {
+            ProtocolError::Llp(LlpError::Framing(FramingFault::UlpduTooShort {
+                len: u16::try_from(self.raw.len()).unwrap_or(u16::MAX),
+            }))
+        };
+        let (ctrl, opcode, h) = (self.ctrl(), self.opcode, self.raw);
+        let ddp = DdpHdr::decode(ctrl, h).ok_or_else(short)?;
+        let rest = h.get(ctrl.ddp_hdr_len()..).ok_or_else(short)?;
+        let body = match opcode {
+            Opcode::ReadRequest => Body::ReadRequest(ReadRequest::decode(rest).ok_or_else(short)?),
+            Opcode::Terminate => {
+                let w: [u8; 4] = rest
+                    .get(..4)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(short)?;
+                Body::Terminate(TermHdr::decode(w))
+            }
+            Opcode::ImmediateData | Opcode::ImmediateDataSe => {
+                let d: [u8; IMMEDIATE_DATA_LEN] = rest
+                    .get(..IMMEDIATE_DATA_LEN)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(short)?;
+                Body::Immediate(d)
+            }
+            Opcode::AtomicRequest => {
+                Body::AtomicRequest(AtomicRequest::decode(rest).ok_or_else(short)?)
+            }
+            Opcode::AtomicResponse => {
+                Body::AtomicResponse(AtomicResponse::decode(rest).ok_or_else(short)?)
+            }
+            Opcode::Write
+            | Opcode::ReadResponse
+            | Opcode::Send
+            | Opcode::SendInvalidate
+            | Opcode::SendSe
+            | Opcode::SendSeInvalidate => Body::None,
+        };
+        Ok(SegmentHeader {
+            ctrl,
+            opcode,
+            ddp,
+            body,
+        })
+    }
+}
+
 impl SegmentHeader {
     /// RDMA Write segment header.
     pub const fn write(stag: u32, to: u64, last: bool) -> Self {
@@ -493,60 +625,6 @@ impl SegmentHeader {
     /// [`crate::wire::rfc7306`] for the receiver's checks).
     #[inline(always)]
     pub fn parse_ext(buf: &[u8], ext: Extensions) -> Result<Self, ProtocolError> {
-        let short = || {
-            ProtocolError::Llp(LlpError::Framing(FramingFault::UlpduTooShort {
-                len: u16::try_from(buf.len()).unwrap_or(u16::MAX),
-            }))
-        };
-        let c: [u8; 2] = buf
-            .get(..2)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(short)?;
-        let ctrl = Control::decode(c);
-        let opcode = check_control_ext(ctrl, ext)?;
-        let hl = opcode.hdr_len();
-        let h = buf.get(..hl).ok_or_else(short)?;
-        let ddp = DdpHdr::decode(ctrl, h).ok_or_else(short)?;
-        if let (DdpHdr::Untagged(u), Some(qn)) = (ddp, opcode.queue()) {
-            if u.qn != qn {
-                return Err(DdpError::UntaggedInvalidQn.into());
-            }
-        }
-        let rest = h.get(ctrl.ddp_hdr_len()..).ok_or_else(short)?;
-        let body = match opcode {
-            Opcode::ReadRequest => Body::ReadRequest(ReadRequest::decode(rest).ok_or_else(short)?),
-            Opcode::Terminate => {
-                let w: [u8; 4] = rest
-                    .get(..4)
-                    .and_then(|b| b.try_into().ok())
-                    .ok_or_else(short)?;
-                Body::Terminate(TermHdr::decode(w))
-            }
-            Opcode::ImmediateData | Opcode::ImmediateDataSe => {
-                let d: [u8; IMMEDIATE_DATA_LEN] = rest
-                    .get(..IMMEDIATE_DATA_LEN)
-                    .and_then(|b| b.try_into().ok())
-                    .ok_or_else(short)?;
-                Body::Immediate(d)
-            }
-            Opcode::AtomicRequest => {
-                Body::AtomicRequest(AtomicRequest::decode(rest).ok_or_else(short)?)
-            }
-            Opcode::AtomicResponse => {
-                Body::AtomicResponse(AtomicResponse::decode(rest).ok_or_else(short)?)
-            }
-            Opcode::Write
-            | Opcode::ReadResponse
-            | Opcode::Send
-            | Opcode::SendInvalidate
-            | Opcode::SendSe
-            | Opcode::SendSeInvalidate => Body::None,
-        };
-        Ok(Self {
-            ctrl,
-            opcode,
-            ddp,
-            body,
-        })
+        HeaderView::check_ext(buf, ext)?.header()
     }
 }

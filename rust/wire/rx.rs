@@ -29,7 +29,7 @@ use crate::wire::error::{FramingFault, LlpError, ProtocolError};
 use crate::wire::markers::{self, Marker};
 use crate::wire::mpa::{self, MpaMode};
 use crate::wire::rdmap::{
-    check_control_ext, Extensions, Opcode, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN,
+    check_control_ext, Extensions, HeaderView, Opcode, SegmentHeader, MAX_HDR_LEN, MIN_HDR_LEN,
 };
 
 /// Receive configuration.
@@ -159,8 +159,8 @@ pub trait RxSink {
     fn on_marker(&mut self, _off: u32, _m: Marker) {}
     /// A whole FPDU in one piece (no markers), whose CRC needs no check
     /// here (`verdict`: not negotiated, or checked before): its header
-    /// `hdr` (`raw` its wire form) and all of its `payload`. The sink may
-    /// take it at once, with the effect the calls of
+    /// `hdr`, checked and in its wire form, and all of its `payload`. The
+    /// sink may take it at once, with the effect the calls of
     /// [`RxSink::on_fpdu_start`], [`RxSink::on_header`],
     /// [`RxSink::on_payload`] and [`RxSink::on_fpdu_end`] would have, and
     /// return `Ok(true)`; with `Ok(false)` (the default) nothing was done
@@ -169,8 +169,7 @@ pub trait RxSink {
     fn on_segment(
         &mut self,
         _info: &FpduInfo,
-        _hdr: &SegmentHeader,
-        _raw: &[u8],
+        _hdr: &HeaderView<'_>,
         _payload: &[u8],
         _verdict: CrcVerdict,
     ) -> Result<bool, ProtocolError> {
@@ -495,31 +494,24 @@ impl<C: Crc32c> Deframer<C> {
         let Some(fpdu) = data.get(..body_end + mpa::MPA_CRC_LEN as usize) else {
             return Ok(None);
         };
-        let (Some(&c0), Some(&c1)) = (fpdu.get(2), fpdu.get(3)) else {
+        let ulpdu_octets = fpdu.get(2..2 + ulpdu).unwrap_or(&[]);
+        let Ok(view) = HeaderView::check_ext(ulpdu_octets, self.cfg.ext) else {
             return Ok(None);
         };
-        let Ok(op) = check_control_ext(Control::decode([c0, c1]), self.cfg.ext) else {
-            return Ok(None);
-        };
-        let hdr_need = op.hdr_len();
-        if ulpdu < hdr_need {
-            return Ok(None);
-        }
+        let raw = view.raw();
+        let hdr_need = raw.len();
         let hdr_end = 2 + hdr_need;
-        let Some(raw) = fpdu.get(2..hdr_end) else {
-            return Ok(None);
-        };
-        let Ok(hdr) = SegmentHeader::parse_ext(raw, self.cfg.ext) else {
-            return Ok(None);
-        };
         let plen = ulpdu - hdr_need;
         if !self.cfg.computes_crc() {
-            if let Some(taken) = self.offer_segment(fpdu, len, &hdr, hdr_end, plen, sink)? {
+            if let Some(taken) = self.offer_segment(fpdu, len, &view, hdr_end, plen, sink)? {
                 return Ok(Some(taken));
             }
         }
         // Kept in the slot until the FPDU ends.
-        self.hdr = Some(hdr);
+        self.hdr = view.header().ok();
+        if self.hdr.is_none() {
+            return Ok(None);
+        }
         // Accepted: the steps of take_len, take_hdr, take_payload, the PAD
         // and take_crc.
         self.in_fpdu = true;
@@ -565,7 +557,7 @@ impl<C: Crc32c> Deframer<C> {
 
     /// [`Self::take_whole_fpdu`] when no CRC is computed here: offers the
     /// whole FPDU `fpdu` (ULPDU_Length `len`, header `hdr` ending at
-    /// `hdr_end`, `plen` payload octets) to the sink's
+    /// octet `hdr_end`, `plen` payload octets) to the sink's
     /// [`RxSink::on_segment`]. `Some` (the FPDU's length) when the sink
     /// took it: the deframer is then as after [`Self::end_fpdu`].
     #[inline(always)]
@@ -573,7 +565,7 @@ impl<C: Crc32c> Deframer<C> {
         &mut self,
         fpdu: &[u8],
         len: u16,
-        hdr: &SegmentHeader,
+        hdr: &HeaderView<'_>,
         hdr_end: usize,
         plen: usize,
         sink: &mut S,
@@ -589,13 +581,13 @@ impl<C: Crc32c> Deframer<C> {
         } else {
             CrcVerdict::NotChecked
         };
-        let raw = fpdu.get(2..hdr_end).unwrap_or(&[]);
+        let raw = hdr.raw();
         let payload = fpdu.get(hdr_end..hdr_end + plen).unwrap_or(&[]);
-        match sink.on_segment(&info, hdr, raw, payload, verdict) {
+        match sink.on_segment(&info, hdr, payload, verdict) {
             Ok(false) => Ok(None),
             Ok(true) => {
                 self.fpdus += 1;
-                if hdr.opcode == Opcode::Terminate && self.cfg.stop_at_terminate {
+                if hdr.opcode() == Opcode::Terminate && self.cfg.stop_at_terminate {
                     self.terminated = true;
                 }
                 Ok(Some(fpdu.len()))

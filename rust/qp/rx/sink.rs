@@ -16,7 +16,9 @@ use crate::qp::Qp;
 use crate::wire::{
     error::{DdpError, ProtocolError, RdmapError},
     inbound::{check_read_request, ExpectedMsns, HeaderCopy, ReadSink},
-    rdmap::{Body, Extensions, Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND},
+    rdmap::{
+        Body, Extensions, HeaderView, Opcode, ReadRequest, SegmentHeader, QN_READ_REQUEST, QN_SEND,
+    },
     rfc7306::{check_read_response_head, AtomicRequest},
     rx::{CrcVerdict, FpduInfo, RxSink},
 };
@@ -273,8 +275,8 @@ impl Sink<'_> {
         Ok(true)
     }
 
-    /// A whole Send segment (ULPDU_Length `ulpdu_len`, header `hdr`, `raw`
-    /// its wire form) and its `payload`: a whole message at once (see
+    /// A whole Send segment (ULPDU_Length `ulpdu_len`, header `view`) and
+    /// its `payload`: a whole message at once (see
     /// [`Sink::whole_send`]), else the steps of the separate calls
     /// ([`Sink::send_header`], the placement, the end of the segment) in
     /// one, with the same effect.
@@ -282,24 +284,24 @@ impl Sink<'_> {
     fn send_segment(
         &mut self,
         ulpdu_len: u16,
-        hdr: &SegmentHeader,
-        raw: &[u8],
+        view: &HeaderView<'_>,
         payload: &[u8],
         verdict: CrcVerdict,
     ) -> Result<bool, ProtocolError> {
         self.state.hdr.start_fpdu(ulpdu_len);
-        let result = match self.whole_send(hdr, payload) {
+        let result = match self.whole_send(view, payload) {
             Some(result) => result,
-            None => self
-                .send_header(hdr, payload.len() as u32)
-                .and_then(|()| self.on_payload(0, payload))
-                .and_then(|()| self.on_fpdu_end(hdr, verdict)),
+            None => view.header().and_then(|hdr| {
+                self.send_header(&hdr, payload.len() as u32)
+                    .and_then(|()| self.on_payload(0, payload))
+                    .and_then(|()| self.on_fpdu_end(&hdr, verdict))
+            }),
         };
         match result {
             Ok(()) => Ok(true),
             Err(err) => {
                 // What the TERMINATE reports, as `on_header` keeps it.
-                self.state.hdr.keep(raw);
+                self.state.hdr.keep(view.raw());
                 Err(err)
             }
         }
@@ -314,14 +316,14 @@ impl Sink<'_> {
     /// when the segment is not such a message (nothing was done).
     fn whole_send(
         &mut self,
-        hdr: &SegmentHeader,
+        view: &HeaderView<'_>,
         payload: &[u8],
     ) -> Option<Result<(), ProtocolError>> {
-        let untagged = hdr.untagged_hdr()?;
-        if untagged.mo != 0 || !hdr.ctrl.last() || self.state.send.is_active() {
+        let untagged = view.untagged()?;
+        if untagged.mo != 0 || !view.ctrl().last() || self.state.send.is_active() {
             return None;
         }
-        Some(self.whole_send_message(hdr.opcode, untagged.msn, untagged.ulp, payload))
+        Some(self.whole_send_message(view.opcode(), untagged.msn, untagged.ulp, payload))
     }
 
     /// [`Sink::whole_send`] of a message of `opcode` with MSN `msn` and
@@ -415,21 +417,22 @@ impl RxSink for Sink<'_> {
     fn on_segment(
         &mut self,
         info: &FpduInfo,
-        hdr: &SegmentHeader,
-        raw: &[u8],
+        hdr: &HeaderView<'_>,
         payload: &[u8],
         verdict: CrcVerdict,
     ) -> Result<bool, ProtocolError> {
         if self.state.await_rtr {
             return Ok(false);
         }
-        match hdr.opcode {
-            Opcode::Write if !payload.is_empty() => match hdr.tagged_hdr() {
-                Some(tagged) => self.write_segment(info.ulpdu_len, tagged.stag, tagged.to, raw, payload),
+        match hdr.opcode() {
+            Opcode::Write if !payload.is_empty() => match hdr.tagged() {
+                Some(tagged) => {
+                    self.write_segment(info.ulpdu_len, tagged.stag, tagged.to, hdr.raw(), payload)
+                }
                 None => Ok(false),
             },
             Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
-                self.send_segment(info.ulpdu_len, hdr, raw, payload, verdict)
+                self.send_segment(info.ulpdu_len, hdr, payload, verdict)
             }
             _ => Ok(false),
         }

@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use rsiw_wire::error::ProtocolError;
 use rsiw_wire::mpa::MpaMode;
-use rsiw_wire::rdmap::{Opcode, SegmentHeader};
+use rsiw_wire::rdmap::{Extensions, HeaderView, Opcode, SegmentHeader};
 use rsiw_wire::rx::{CrcVerdict, Deframer, FpduInfo, RxConfig, RxSink};
 use rsiw_wire::tx::encode_fpdu;
 use rsiw_wire::HostCrc32c;
@@ -89,20 +89,20 @@ impl RxSink for SegRec {
     fn on_segment(
         &mut self,
         i: &FpduInfo,
-        h: &SegmentHeader,
-        raw: &[u8],
+        view: &HeaderView<'_>,
         payload: &[u8],
         v: CrcVerdict,
     ) -> Result<bool, ProtocolError> {
-        if h.opcode == Opcode::SendInvalidate {
+        if view.opcode() == Opcode::SendInvalidate {
             return Ok(false);
         }
+        let h = view.header()?;
         self.0.on_fpdu_start(i)?;
-        self.0.on_header(h, raw, payload.len() as u16)?;
+        self.0.on_header(&h, view.raw(), payload.len() as u16)?;
         if !payload.is_empty() {
             self.0.on_payload(0, payload)?;
         }
-        self.0.on_fpdu_end(h, v)?;
+        self.0.on_fpdu_end(&h, v)?;
         Ok(true)
     }
 }
@@ -290,4 +290,50 @@ fn whole_segment_error_keeps_the_header() {
     assert_eq!(d.rejected_header(), Some(&hb[..hn]));
     assert_eq!(d.fpdus(), 0);
     assert!(d.push(&out[..n], &mut sink).is_err());
+}
+
+proptest! {
+    /// A header view checks what a parse checks, with the same errors,
+    /// and its fields and whole header are the parse's.
+    #[test]
+    fn header_view_equals_parse(
+        kind in 0u8..4,
+        x in any::<u32>(),
+        flips in proptest::collection::vec((0usize..46, any::<u8>()), 0..3),
+        cut in 0usize..50,
+        ext in any::<bool>(),
+    ) {
+        let h = match kind {
+            0 => SegmentHeader::write(x, u64::from(x) << 7, x % 2 == 0),
+            1 => SegmentHeader::send(Opcode::SendSeInvalidate, x, x ^ 5, x >> 3, x % 3 == 0),
+            2 => SegmentHeader::read_request(x, rsiw_wire::rdmap::ReadRequest {
+                sink_stag: x,
+                sink_to: 1,
+                size: x >> 1,
+                src_stag: !x,
+                src_to: 2,
+            }),
+            _ => SegmentHeader::read_response(x, u64::from(x), true),
+        };
+        let (mut b, n) = h.to_bytes();
+        for (at, v) in flips {
+            b[at % n] ^= v;
+        }
+        let buf = &b[..cut.min(b.len())];
+        let ext = if ext { Extensions::RFC7306 } else { Extensions::NONE };
+        let parsed = SegmentHeader::parse_ext(buf, ext);
+        let view = HeaderView::check_ext(buf, ext);
+        prop_assert_eq!(view.map(|v| v.header()), view.map(|_| parsed));
+        match (view, parsed) {
+            (Ok(v), Ok(p)) => {
+                prop_assert_eq!(v.opcode(), p.opcode);
+                prop_assert_eq!(v.ctrl(), p.ctrl);
+                prop_assert_eq!(v.tagged(), p.tagged_hdr());
+                prop_assert_eq!(v.untagged(), p.untagged_hdr());
+                prop_assert_eq!(v.raw(), &buf[..p.len()]);
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert!(false, "view {:?} against parse {:?}", a, b),
+        }
+    }
 }
